@@ -1,0 +1,40 @@
+# Two commands on a fresh machine: `make` (install + main job) and `make test`.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+PIP    := $(PY) -m pip --disable-pip-version-check -q
+STAMP  := $(VENV)/.installed
+
+.PHONY: all install test bench golden demo clean
+
+all: install demo
+
+# The venv is rebuilt only when the dependency lists change.
+$(STAMP): requirements.txt pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PIP) install -r requirements.txt 2>&1 | grep -v "is ignored: it is neither a file nor a directory" || true
+	$(PIP) install --no-deps -e . 2>&1 | grep -v "is ignored: it is neither a file nor a directory" || true
+	$(PY) -c "import numpy, solutions, autograder"
+	touch $@
+
+install: $(STAMP)
+
+demo: install
+	$(PY) -m solutions.examples.demo
+
+test: install
+	$(PY) -m pytest -q -n 2 --dist loadgroup
+
+bench: install
+	$(PY) benchmarks/bench_graph.py
+
+# Regenerate the committed PyTorch golden fixtures. Torch lives in its own venv so that
+# nothing in the course ever depends on it (torch==2.13.0 is the CPU wheel on local disk).
+golden:
+	test -x .venv-golden/bin/python || $(PYTHON) -m venv .venv-golden
+	.venv-golden/bin/pip -q install "torch==2.13.0" "numpy>=2.0" 2>&1 | grep -v "is ignored" || true
+	.venv-golden/bin/pip -q install --no-deps -e . 2>&1 | grep -v "is ignored" || true
+	.venv-golden/bin/python tests/golden/make_golden.py
+
+clean:
+	rm -rf $(VENV) _build .pytest_cache .hypothesis

@@ -1,0 +1,549 @@
+"""The dynamic computation graph: `Tensor`, `Function` and reverse-mode backward.
+
+Book: chapter 1 (`book/01_graphs.md`). Assignment: `assignments/source/a01_graphs/`.
+Tests: `tests/test_graphs.py`.
+
+Every op is a `Function` subclass with `forward` (raw ndarrays in, ndarray out) and `backward`
+(a `Tensor` gradient in, one gradient per input out). `Function.apply` runs forward and, when
+gradients are being recorded, links the output to its inputs. That link is the whole graph: a
+tensor's `grad_fn` knows its `inputs`, and `backward()` walks those links in reverse topological
+order.
+
+`backward` is written with the engine's own ops, so when `create_graph=True` the gradient
+computation is recorded too (the "extended graph") and gradients of gradients work.
+"""
+from __future__ import annotations
+
+import weakref
+from contextlib import contextmanager
+from typing import Any, Iterator, Sequence
+
+import numpy as np
+
+# --------------------------------------------------------------------------------------------
+# Grad mode: one global switch, as in PyTorch. Backward runs with it off unless create_graph.
+# --------------------------------------------------------------------------------------------
+_grad_enabled = True
+
+
+def is_grad_enabled() -> bool:
+    return _grad_enabled
+
+
+@contextmanager
+def set_grad_enabled(mode: bool) -> Iterator[None]:
+    global _grad_enabled
+    previous, _grad_enabled = _grad_enabled, bool(mode)
+    try:
+        yield
+    finally:
+        _grad_enabled = previous
+
+
+class no_grad:
+    """Context manager (and decorator) in which ops record nothing: no graph, no saved inputs."""
+
+    def __enter__(self) -> None:
+        global _grad_enabled
+        self._previous, _grad_enabled = _grad_enabled, False
+
+    def __exit__(self, *exc: object) -> None:
+        global _grad_enabled
+        _grad_enabled = self._previous
+
+    def __call__(self, func):
+        def wrapper(*args, **kwargs):
+            with no_grad():
+                return func(*args, **kwargs)
+
+        wrapper.__name__, wrapper.__doc__ = func.__name__, func.__doc__
+        return wrapper
+
+
+class enable_grad(no_grad):
+    """Turn recording back on inside a `no_grad` block."""
+
+    def __enter__(self) -> None:
+        global _grad_enabled
+        self._previous, _grad_enabled = _grad_enabled, True
+
+
+# --------------------------------------------------------------------------------------------
+# Tensor
+# --------------------------------------------------------------------------------------------
+_SCALARS = (int, float, bool, np.number, np.bool_)
+
+
+def _is_float(dtype: np.dtype) -> bool:
+    return np.issubdtype(dtype, np.floating)
+
+
+class Tensor:
+    """An n-dimensional array that remembers how it was computed.
+
+    NumPy semantics for dtypes, shapes and broadcasting (the data *is* an ndarray);
+    PyTorch semantics for autograd (`requires_grad`, `backward`, `grad`, `no_grad`).
+    """
+
+    __slots__ = ("data", "grad", "_requires_grad", "_ctx", "_retains_grad", "name", "__weakref__")
+    # Make `ndarray <op> Tensor` call Tensor's reflected operator instead of broadcasting
+    # the Tensor as an object array.
+    __array_ufunc__ = None
+
+    def __init__(self, data: Any, requires_grad: bool = False, dtype: Any = None, name: str | None = None):
+        if isinstance(data, Tensor):
+            data = data.data
+        self.data: np.ndarray = np.asarray(data, dtype=dtype)
+        self.grad: Tensor | None = None
+        self._requires_grad = False
+        self._ctx: Function | None = None
+        self._retains_grad = False
+        self.name = name
+        if requires_grad:
+            self.requires_grad = True
+
+    @classmethod
+    def _wrap(cls, data: np.ndarray) -> "Tensor":
+        """Fast constructor for arrays the engine produced itself (no validation)."""
+        t = object.__new__(cls)
+        t.data = data if type(data) is np.ndarray else np.asarray(data)
+        t.grad = None
+        t._requires_grad = False
+        t._ctx = None
+        t._retains_grad = False
+        t.name = None
+        return t
+
+    # -- autograd attributes -------------------------------------------------------------
+    @property
+    def requires_grad(self) -> bool:
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, value: bool) -> None:
+        if self._ctx is not None:
+            raise RuntimeError(
+                f"requires_grad can only be changed on leaf tensors; this tensor was made by "
+                f"{self._ctx.name}. Use .detach() to get a leaf."
+            )
+        if value and not _is_float(self.data.dtype):
+            raise TypeError(
+                f"Tensor: only floating-point tensors can require gradients, got dtype {self.data.dtype} "
+                f"(shape {self.shape}); pass dtype=np.float64 or write 1.0 instead of 1"
+            )
+        self._requires_grad = bool(value)
+
+    def requires_grad_(self, value: bool = True) -> "Tensor":
+        self.requires_grad = value
+        return self
+
+    @property
+    def grad_fn(self) -> "Function | None":
+        return self._ctx
+
+    @property
+    def is_leaf(self) -> bool:
+        return self._ctx is None
+
+    def retain_grad(self) -> None:
+        """Keep `.grad` on a non-leaf tensor after backward (leaves always keep theirs)."""
+        if not self._requires_grad:
+            raise RuntimeError("retain_grad: this tensor does not require grad, so it will never have one")
+        if self._ctx is not None:
+            self._retains_grad = True
+
+    @property
+    def retains_grad(self) -> bool:
+        return self._retains_grad
+
+    def zero_grad(self) -> None:
+        self.grad = None
+
+    def detach(self) -> "Tensor":
+        """Same data, cut from the graph."""
+        return Tensor._wrap(self.data)
+
+    def backward(self, grad: Any = None, retain_graph: bool | None = None, create_graph: bool = False) -> None:
+        """Accumulate d(self)/d(leaf) into every leaf's `.grad`.
+
+        `grad` is the upstream gradient (required unless self has one element);
+        `retain_graph` keeps the graph for another backward (default: `create_graph`);
+        `create_graph` records the backward pass itself, for higher-order gradients.
+        """
+        run_backward([self], None if grad is None else [grad], retain_graph, create_graph)
+
+    # -- array attributes ------------------------------------------------------------------
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.data.shape
+
+    @property
+    def ndim(self) -> int:
+        return self.data.ndim
+
+    @property
+    def size(self) -> int:
+        return self.data.size
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.data.dtype
+
+    def item(self) -> float:
+        if self.data.size != 1:
+            raise ValueError(f"item: only one-element tensors can be converted to a Python scalar, got shape {self.shape}")
+        return self.data.item()
+
+    def numpy(self) -> np.ndarray:
+        """The underlying ndarray (shared, not copied: like `torch.Tensor.numpy`)."""
+        return self.data
+
+    def __len__(self) -> int:
+        if self.data.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return len(self.data)
+
+    def __bool__(self) -> bool:
+        if self.data.size != 1:
+            raise ValueError(f"the truth value of a tensor of shape {self.shape} is ambiguous; use .any() or .all() on .data")
+        return bool(self.data)
+
+    def __float__(self) -> float:
+        return float(self.item())
+
+    __hash__ = object.__hash__  # == is elementwise, so identity is the hash
+
+    def __repr__(self) -> str:
+        body = np.array2string(self.data, separator=", ", prefix="Tensor(", precision=4)
+        extras = []
+        if self.data.dtype != np.float64:
+            extras.append(f"dtype={self.data.dtype}")
+        if self._ctx is not None:
+            extras.append(f"grad_fn=<{self._ctx.name}>")
+        elif self._requires_grad:
+            extras.append("requires_grad=True")
+        return "Tensor(" + ", ".join([body, *extras]) + ")"
+
+    # -- operators: each forwards to the op's lowercase function in `solutions.ops` --------
+    def __add__(self, other): return _ops.add(self, other)
+    def __radd__(self, other): return _ops.add(other, self)
+    def __sub__(self, other): return _ops.sub(self, other)
+    def __rsub__(self, other): return _ops.sub(other, self)
+    def __mul__(self, other): return _ops.mul(self, other)
+    def __rmul__(self, other): return _ops.mul(other, self)
+    def __truediv__(self, other): return _ops.div(self, other)
+    def __rtruediv__(self, other): return _ops.div(other, self)
+    def __pow__(self, other): return _ops.pow(self, other)
+    def __rpow__(self, other): return _ops.pow(other, self)
+    def __matmul__(self, other): return _ops.matmul(self, other)
+    def __rmatmul__(self, other): return _ops.matmul(other, self)
+    def __neg__(self): return _ops.neg(self)
+    def __abs__(self): return _ops.abs(self)
+    def __getitem__(self, index): return _ops.getitem(self, index)
+
+    # Comparisons are not differentiable: they return plain boolean ndarrays.
+    def __lt__(self, other): return self.data < _raw(other)
+    def __le__(self, other): return self.data <= _raw(other)
+    def __gt__(self, other): return self.data > _raw(other)
+    def __ge__(self, other): return self.data >= _raw(other)
+    def __eq__(self, other): return self.data == _raw(other)  # type: ignore[override]
+    def __ne__(self, other): return self.data != _raw(other)  # type: ignore[override]
+
+    # -- methods ----------------------------------------------------------------------------
+    def exp(self): return _ops.exp(self)
+    def log(self): return _ops.log(self)
+    def sqrt(self): return _ops.sqrt(self)
+    def abs(self): return _ops.abs(self)
+    def relu(self): return _ops.relu(self)
+    def sigmoid(self): return _ops.sigmoid(self)
+    def tanh(self): return _ops.tanh(self)
+    def clip(self, min=None, max=None): return _ops.clip(self, min, max)
+    def maximum(self, other): return _ops.maximum(self, other)
+    def minimum(self, other): return _ops.minimum(self, other)
+    def astype(self, dtype): return _ops.astype(self, dtype)
+
+    def sum(self, axis=None, keepdims=False): return _ops.sum(self, axis, keepdims)
+    def mean(self, axis=None, keepdims=False): return _ops.mean(self, axis, keepdims)
+    def max(self, axis=None, keepdims=False): return _ops.max(self, axis, keepdims)
+    def min(self, axis=None, keepdims=False): return _ops.min(self, axis, keepdims)
+    def var(self, axis=None, keepdims=False, ddof=0): return _ops.var(self, axis, keepdims, ddof)
+    def argmax(self, axis=None, keepdims=False): return _ops.argmax(self, axis, keepdims)
+    def argmin(self, axis=None, keepdims=False): return _ops.argmin(self, axis, keepdims)
+
+    def reshape(self, *shape): return _ops.reshape(self, _varargs(shape))
+    def transpose(self, *axes): return _ops.transpose(self, _varargs(axes) or None)
+    def permute(self, *dims): return _ops.permute(self, _varargs(dims))
+    def swapaxes(self, dim0, dim1): return _ops.swapaxes(self, dim0, dim1)
+    def broadcast_to(self, shape): return _ops.broadcast_to(self, shape)
+    def expand_dims(self, axis): return _ops.expand_dims(self, axis)
+    def unsqueeze(self, dim): return _ops.unsqueeze(self, dim)
+    def squeeze(self, axis=None): return _ops.squeeze(self, axis)
+    def flatten(self, start_dim=0, end_dim=-1): return _ops.flatten(self, start_dim, end_dim)
+    def flip(self, axis=None): return _ops.flip(self, axis)
+    def matmul(self, other): return _ops.matmul(self, other)
+
+    def softmax(self, axis=-1): return _ops.softmax(self, axis)
+    def log_softmax(self, axis=-1): return _ops.log_softmax(self, axis)
+    def logsumexp(self, axis=None, keepdims=False): return _ops.logsumexp(self, axis, keepdims)
+
+    @property
+    def T(self) -> "Tensor":
+        """All axes reversed, as NumPy's `.T`."""
+        return _ops.transpose(self, None)
+
+
+def _raw(x: Any) -> Any:
+    return x.data if isinstance(x, Tensor) else x
+
+
+def _varargs(args: tuple) -> tuple:
+    """Accept both `t.reshape(2, 3)` and `t.reshape((2, 3))`."""
+    if len(args) == 1 and isinstance(args[0], (tuple, list)):
+        return tuple(args[0])
+    return tuple(args)
+
+
+def as_tensor(value: Any, like: Tensor | None = None) -> Tensor:
+    """`value` as a Tensor. Python scalars take `like`'s dtype where NumPy would (`2 * t` stays float32)."""
+    if isinstance(value, Tensor):
+        return value
+    if like is not None and isinstance(value, _SCALARS):
+        return Tensor._wrap(np.asarray(value, dtype=np.result_type(like.data.dtype, value)))
+    return Tensor._wrap(np.asarray(value))
+
+
+# --------------------------------------------------------------------------------------------
+# Function: one op = one subclass, forward and backward side by side.
+# --------------------------------------------------------------------------------------------
+class Function:
+    """Base class of every differentiable op.
+
+    Subclasses define `forward(*arrays) -> ndarray` and `backward(grad) -> gradients`, and take
+    their non-tensor parameters (axis, shape, stride, ...) in `__init__`. In `backward`,
+    `self.inputs` are the input tensors, `self.output` the output tensor and
+    `self.needs_input_grad[i]` says whether input i wants a gradient (return None to skip it).
+    """
+
+    inputs: tuple[Tensor, ...] = ()
+    needs_input_grad: tuple[bool, ...] = ()
+    _output_ref: "weakref.ref[Tensor] | None" = None
+    _freed = False
+
+    def forward(self, *arrays: np.ndarray) -> np.ndarray:
+        raise NotImplementedError(f"{type(self).__name__}.forward is not implemented")
+
+    def backward(self, grad: Tensor) -> Tensor | None | Sequence[Tensor | None]:
+        raise NotImplementedError(f"{type(self).__name__}.backward is not implemented")
+
+    @property
+    def name(self) -> str:
+        return type(self).__name__
+
+    @property
+    def output(self) -> Tensor:
+        out = self._output_ref() if self._output_ref is not None else None
+        if out is None:
+            raise RuntimeError(f"{self.name}: the output tensor is no longer alive")
+        return out
+
+    def __repr__(self) -> str:
+        return f"<{self.name}>"
+
+    @classmethod
+    def apply(cls, *args: Any, **params: Any) -> Tensor:
+        """Run the op on tensors (or scalars/arrays, which become constants) and record it."""
+        fn = cls(**params) if params else cls()
+        for a in args:
+            if not isinstance(a, Tensor):
+                args = _coerce(args)
+                break
+        out = Tensor._wrap(fn.forward(*[t.data for t in args]))
+        if _grad_enabled:
+            needs = tuple([t._requires_grad for t in args])
+            if True in needs:
+                fn.inputs = args
+                fn.needs_input_grad = needs
+                fn._output_ref = weakref.ref(out)
+                out._ctx = fn
+                out._requires_grad = True
+        return out
+
+def _coerce(args: tuple) -> tuple[Tensor, ...]:
+    like = next((a for a in args if isinstance(a, Tensor)), None)
+    return tuple([a if isinstance(a, Tensor) else as_tensor(a, like) for a in args])
+
+
+# --------------------------------------------------------------------------------------------
+# Backward: reverse topological order, gradients accumulated on shared nodes.
+# --------------------------------------------------------------------------------------------
+def topological_order(roots: Sequence[Tensor]) -> list[Tensor]:
+    """Every tensor that requires grad and reaches `roots`, each after all of its inputs.
+
+    Iterative depth-first search, so a 100 000-op chain needs no recursion, and each node is
+    visited once, so shared subgraphs cost linear time (a naive recursion revisits them and
+    explodes exponentially on a diamond ladder).
+    """
+    order: list[Tensor] = []
+    visited: set[int] = set()
+    stack: list[tuple[Tensor, bool]] = [(r, False) for r in reversed(roots)]
+    while stack:
+        node, inputs_done = stack.pop()
+        if inputs_done:
+            order.append(node)
+            continue
+        if id(node) in visited:
+            continue
+        visited.add(id(node))
+        stack.append((node, True))
+        if node._ctx is not None:
+            for parent in node._ctx.inputs:
+                if parent._requires_grad and id(parent) not in visited:
+                    stack.append((parent, False))
+    return order
+
+
+def _seed_grad(root: Tensor, grad: Any) -> Tensor:
+    if not root._requires_grad:
+        raise RuntimeError(
+            f"backward: this tensor (shape {root.shape}) does not require grad and has no grad_fn; "
+            "did you forget requires_grad=True on a leaf, or compute it under no_grad()?"
+        )
+    if grad is None:
+        if root.data.size != 1:
+            raise RuntimeError(
+                f"backward: grad can be implicitly created only for outputs with one element, "
+                f"got shape {root.shape}; pass grad= of that shape (e.g. ones) or reduce with .sum()"
+            )
+        return Tensor._wrap(np.ones_like(root.data))
+    g = as_tensor(grad, like=root)
+    if g.shape != root.shape:
+        raise ValueError(f"backward: grad has shape {g.shape} but the output has shape {root.shape}")
+    return g if g.dtype == root.dtype else g.astype(root.dtype)
+
+
+def _check_grad(fn: Function, x: Tensor, g: Any) -> Tensor:
+    """The engine's contract: a gradient is a Tensor of exactly its input's shape (and dtype)."""
+    i = next(k for k, t in enumerate(fn.inputs) if t is x)
+    if not isinstance(g, Tensor):
+        raise TypeError(
+            f"{fn.name}.backward returned {type(g).__name__} for input {i}; gradients must be Tensors "
+            "(build them with Tensor operations so that create_graph works)"
+        )
+    if g.shape != x.shape:
+        raise RuntimeError(
+            f"{fn.name}.backward returned a gradient of shape {g.shape} for input {i} of shape {x.shape}; "
+            "a gradient must have its input's shape (did you unbroadcast?)"
+        )
+    return g.astype(x.dtype)
+
+
+def _as_grad_tuple(fn: Function, grads: Any) -> tuple:
+    """A single-input op may return its gradient bare; anything else must be one per input."""
+    if not isinstance(grads, (tuple, list)):
+        grads = (grads,)
+    if len(grads) != len(fn.inputs):
+        raise RuntimeError(f"{fn.name}.backward returned {len(grads)} gradients for {len(fn.inputs)} inputs")
+    return tuple(grads)
+
+
+def _accumulate(total: Tensor | None, g: Tensor, record: bool) -> Tensor:
+    """total + g. Recorded as a graph op only while building the extended graph."""
+    if total is None:
+        return g
+    if record:
+        return total + g
+    return Tensor._wrap(total.data + g.data)
+
+
+def run_backward(
+    roots: Sequence[Tensor],
+    grads: Sequence[Any] | None = None,
+    retain_graph: bool | None = None,
+    create_graph: bool = False,
+    capture: Sequence[Tensor] | None = None,
+) -> list[Tensor | None] | None:
+    """The engine behind `Tensor.backward` and `grad`.
+
+    With `capture`, the gradients of those tensors are returned and no `.grad` is touched.
+    """
+    if retain_graph is None:
+        retain_graph = create_graph
+    seeds = [_seed_grad(r, None if grads is None else grads[i]) for i, r in enumerate(roots)]
+    order = topological_order(roots)
+    pending: dict[int, Tensor] = {}
+    for r, g in zip(roots, seeds):
+        pending[id(r)] = pending[id(r)] + g if id(r) in pending else g
+    captured: dict[int, Tensor] = {}
+    wanted = None if capture is None else {id(t) for t in capture}
+
+    with set_grad_enabled(create_graph):
+        for node in reversed(order):
+            g = pending.pop(id(node), None)
+            if g is None:
+                continue
+            fn = node._ctx
+            if wanted is not None:
+                if id(node) in wanted:
+                    captured[id(node)] = g
+            elif fn is None or node._retains_grad:
+                # Gradients accumulate across backward calls until zero_grad().
+                node.grad = _accumulate(node.grad, g, create_graph)
+            if fn is None:
+                continue
+            if fn._freed:
+                raise RuntimeError(
+                    f"backward: trying to backward through the graph a second time ({fn.name} was already "
+                    "used by a backward that did not keep the graph); pass retain_graph=True to the first "
+                    "backward if you need to"
+                )
+            input_grads = fn.backward(g)
+            if type(input_grads) is not tuple or len(input_grads) != len(fn.inputs):
+                input_grads = _as_grad_tuple(fn, input_grads)
+            for x, gx, needed in zip(fn.inputs, input_grads, fn.needs_input_grad):
+                if not needed or gx is None:
+                    continue
+                if not (isinstance(gx, Tensor) and gx.data.shape == x.data.shape and gx.data.dtype == x.data.dtype):
+                    gx = _check_grad(fn, x, gx)  # raises on a wrong shape; casts a wrong dtype
+                key = id(x)
+                pending[key] = _accumulate(pending.get(key), gx, create_graph)
+            if not retain_graph:
+                fn._freed = True  # the graph is used up, as in PyTorch
+
+    if capture is not None:
+        return [captured.get(id(t)) for t in capture]
+    return None
+
+
+def grad(
+    outputs: Tensor | Sequence[Tensor],
+    inputs: Tensor | Sequence[Tensor],
+    grad_outputs: Any = None,
+    retain_graph: bool | None = None,
+    create_graph: bool = False,
+    allow_unused: bool = False,
+) -> tuple[Tensor, ...]:
+    """Gradients of `outputs` with respect to `inputs`, returned instead of stored in `.grad`.
+
+    Like `torch.autograd.grad`; with `create_graph=True` the results are themselves
+    differentiable (Hessian-vector products, second derivatives).
+    """
+    outs = [outputs] if isinstance(outputs, Tensor) else list(outputs)
+    ins = [inputs] if isinstance(inputs, Tensor) else list(inputs)
+    if grad_outputs is not None and isinstance(outputs, Tensor):
+        grad_outputs = [grad_outputs]
+    for i, t in enumerate(ins):
+        if not t._requires_grad:
+            raise RuntimeError(f"grad: input {i} (shape {t.shape}) does not require grad")
+    result = run_backward(outs, grad_outputs, retain_graph, create_graph, capture=ins)
+    assert result is not None
+    for i, (t, g) in enumerate(zip(ins, result)):
+        if g is None:
+            if not allow_unused:
+                raise RuntimeError(
+                    f"grad: input {i} (shape {t.shape}) was not used to compute the outputs; "
+                    "pass allow_unused=True if that is expected"
+                )
+    return tuple(result)  # type: ignore[arg-type]
+
+
+from . import ops as _ops  # noqa: E402  (the ops import Tensor and Function from this module)

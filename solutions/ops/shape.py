@@ -1,0 +1,319 @@
+"""Ops that move data without computing: reshape, transpose, broadcast, index, pad, flip, join.
+
+Book: chapter 2 (`book/02_broadcasting.md`) for the dualities they teach:
+sum <-> broadcast_to, reshape <-> reshape, transpose <-> transpose, getitem <-> scatter-add,
+pad <-> crop, concatenate <-> split. Tests: `tests/test_broadcasting.py`, `tests/test_ops.py`.
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..graph import Function, Tensor, as_tensor
+
+
+# --------------------------------------------------------------------------------------------
+# Axis helpers shared by every op that takes an axis
+# --------------------------------------------------------------------------------------------
+def normalize_axis(axis: Any, ndim: int, op: str) -> tuple[int, ...]:
+    """`axis` (None, int or tuple, negatives allowed) as a sorted tuple of non-negative axes."""
+    if axis is None:
+        return tuple(range(ndim))
+    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    out = []
+    for a in axes:
+        if not isinstance(a, (int, np.integer)):
+            raise TypeError(f"{op}: axis must be an int or a tuple of ints, got {axis!r}")
+        if not -ndim <= a < max(ndim, 1) or (ndim == 0 and a not in (0, -1)):
+            raise ValueError(f"{op}: axis {a} is out of range for a tensor with {ndim} dimensions")
+        out.append(int(a) % ndim if ndim else 0)
+    if len(set(out)) != len(out):
+        raise ValueError(f"{op}: repeated axis in {axis!r}")
+    return tuple(sorted(out))
+
+
+def kept_shape(shape: tuple[int, ...], axes: tuple[int, ...]) -> tuple[int, ...]:
+    """The shape a reduction over `axes` has with keepdims=True."""
+    return tuple(1 if i in axes else n for i, n in enumerate(shape))
+
+
+# --------------------------------------------------------------------------------------------
+# Broadcasting and its dual
+# --------------------------------------------------------------------------------------------
+def unbroadcast(grad: Tensor, shape: tuple[int, ...]) -> Tensor:
+    """Sum `grad` back to `shape`: the gradient of broadcasting `shape` up to `grad.shape`.
+
+    Broadcasting copies an input along the leading axes it lacked and along its size-1 axes;
+    each copy received gradient, so the input's gradient is the sum over those axes.
+    """
+    shape = tuple(shape)
+    if grad.shape == shape:
+        return grad
+    lead = grad.ndim - len(shape)
+    if lead < 0 or any(n != 1 and n != m for n, m in zip(shape, grad.shape[lead:])):
+        raise ValueError(f"unbroadcast: a gradient of shape {grad.shape} cannot be summed back to shape {shape}")
+    axes = tuple(range(lead)) + tuple(
+        lead + i for i, n in enumerate(shape) if n == 1 and grad.shape[lead + i] != 1
+    )
+    return grad.sum(axis=axes, keepdims=True).reshape(shape)
+
+
+class BroadcastTo(Function):
+    """Copy x along new leading axes and its size-1 axes; the gradient sums the copies."""
+
+    def __init__(self, shape: tuple[int, ...]):
+        self.shape = tuple(shape)
+
+    def forward(self, x):
+        try:
+            return np.broadcast_to(x, self.shape)
+        except ValueError:
+            raise ValueError(f"broadcast_to: cannot broadcast shape {x.shape} to {self.shape}") from None
+
+    def backward(self, grad):
+        (x,) = self.inputs
+        return unbroadcast(grad, x.shape)
+
+
+def broadcast_to(x, shape) -> Tensor:
+    return BroadcastTo.apply(x, shape=shape)
+
+
+# --------------------------------------------------------------------------------------------
+# Reshape and transpose: their own adjoints
+# --------------------------------------------------------------------------------------------
+class Reshape(Function):
+    def __init__(self, shape: tuple[int, ...]):
+        self.shape = tuple(shape)
+
+    def forward(self, x):
+        try:
+            return x.reshape(self.shape)
+        except ValueError:
+            raise ValueError(f"reshape: cannot reshape a tensor of shape {x.shape} ({x.size} elements) into {self.shape}") from None
+
+    def backward(self, grad):
+        (x,) = self.inputs
+        return grad.reshape(x.shape)
+
+
+def reshape(x, shape) -> Tensor:
+    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+    return Reshape.apply(x, shape=shape)
+
+
+class Transpose(Function):
+    """Permute axes with NumPy's meaning: output axis i is input axis `axes[i]`."""
+
+    def __init__(self, axes: tuple[int, ...]):
+        self.axes = axes
+
+    def forward(self, x):
+        return np.transpose(x, self.axes)
+
+    def backward(self, grad):
+        return grad.transpose(tuple(np.argsort(self.axes)))
+
+
+def transpose(x, axes=None) -> Tensor:
+    """NumPy semantics: `axes=None` reverses all axes; otherwise a full permutation."""
+    x = as_tensor(x)
+    if axes is None:
+        axes = tuple(reversed(range(x.ndim)))
+    else:
+        axes = tuple(int(a) % x.ndim if x.ndim else a for a in axes)
+        if sorted(axes) != list(range(x.ndim)):
+            raise ValueError(f"transpose: axes {axes} are not a permutation of the {x.ndim} axes of shape {x.shape}")
+    return Transpose.apply(x, axes=axes)
+
+
+def permute(x, dims) -> Tensor:
+    """PyTorch's name for a full permutation (same meaning as NumPy's `transpose(axes)`)."""
+    return transpose(x, tuple(dims))
+
+
+def swapaxes(x, dim0: int, dim1: int) -> Tensor:
+    """Exchange two axes: PyTorch's `transpose(dim0, dim1)`, NumPy's `swapaxes`."""
+    x = as_tensor(x)
+    a, b = normalize_axis((dim0,), x.ndim, "swapaxes")[0], normalize_axis((dim1,), x.ndim, "swapaxes")[0]
+    axes = list(range(x.ndim))
+    axes[a], axes[b] = axes[b], axes[a]
+    return Transpose.apply(x, axes=tuple(axes))
+
+
+def expand_dims(x, axis: int) -> Tensor:
+    x = as_tensor(x)
+    if not -x.ndim - 1 <= axis <= x.ndim:
+        raise ValueError(f"expand_dims: axis {axis} is out of range for a tensor of shape {x.shape}")
+    axis = axis % (x.ndim + 1)
+    return reshape(x, x.shape[:axis] + (1,) + x.shape[axis:])
+
+
+unsqueeze = expand_dims
+
+
+def squeeze(x, axis=None) -> Tensor:
+    x = as_tensor(x)
+    axes = normalize_axis(axis, x.ndim, "squeeze") if axis is not None else tuple(i for i, n in enumerate(x.shape) if n == 1)
+    for a in axes:
+        if x.shape[a] != 1:
+            raise ValueError(f"squeeze: axis {a} has size {x.shape[a]}, not 1 (shape {x.shape})")
+    return reshape(x, tuple(n for i, n in enumerate(x.shape) if i not in axes))
+
+
+def flatten(x, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+    """PyTorch semantics: merge axes start_dim..end_dim (inclusive) into one."""
+    x = as_tensor(x)
+    if x.ndim == 0:
+        return reshape(x, (1,))
+    s, e = normalize_axis((start_dim,), x.ndim, "flatten")[0], normalize_axis((end_dim,), x.ndim, "flatten")[0]
+    if s > e:
+        raise ValueError(f"flatten: start_dim {start_dim} comes after end_dim {end_dim} for shape {x.shape}")
+    return reshape(x, x.shape[:s] + (int(np.prod(x.shape[s : e + 1])),) + x.shape[e + 1 :])
+
+
+# --------------------------------------------------------------------------------------------
+# Indexing and its dual, scatter-add
+# --------------------------------------------------------------------------------------------
+def _plain_index(index: Any) -> Any:
+    """Tensors inside an index become their arrays (indices are never differentiable)."""
+    if isinstance(index, tuple):
+        return tuple(i.data if isinstance(i, Tensor) else i for i in index)
+    return index.data if isinstance(index, Tensor) else index
+
+
+def _is_basic(index: Any) -> bool:
+    """Basic indexing (ints, slices, None, Ellipsis) never selects an element twice."""
+    items = index if isinstance(index, tuple) else (index,)
+    return all(i is None or i is Ellipsis or isinstance(i, (slice, int, np.integer)) for i in items)
+
+
+class GetItem(Function):
+    """x[index] with NumPy's basic and advanced indexing."""
+
+    def __init__(self, index: Any):
+        self.index = index
+
+    def forward(self, x):
+        try:
+            return np.asarray(x[self.index])
+        except IndexError as e:
+            raise IndexError(f"getitem: {e} (tensor shape {x.shape}, index {self.index!r})") from None
+
+    def backward(self, grad):
+        (x,) = self.inputs
+        return scatter_add(grad, self.index, x.shape)
+
+
+def getitem(x, index) -> Tensor:
+    return GetItem.apply(x, index=_plain_index(index))
+
+
+class ScatterAdd(Function):
+    """zeros(shape) with `values` added at `index`: the adjoint of x[index].
+
+    An advanced index may name the same element twice (x[[0, 0]]); both copies send gradient
+    back, so the values must be *added* (np.add.at), not assigned.
+    """
+
+    def __init__(self, index: Any, shape: tuple[int, ...]):
+        self.index, self.shape = index, shape
+
+    def forward(self, values):
+        out = np.zeros(self.shape, dtype=values.dtype)
+        if _is_basic(self.index):
+            out[self.index] = values  # no repeats possible: plain assignment is exact and fast
+        else:
+            np.add.at(out, self.index, values)
+        return out
+
+    def backward(self, grad):
+        return grad[self.index]
+
+
+def scatter_add(values, index, shape) -> Tensor:
+    return ScatterAdd.apply(values, index=_plain_index(index), shape=tuple(shape))
+
+
+# --------------------------------------------------------------------------------------------
+# Joining, padding, flipping
+# --------------------------------------------------------------------------------------------
+class Concatenate(Function):
+    def __init__(self, axis: int):
+        self.axis = axis
+
+    def forward(self, *xs):
+        try:
+            return np.concatenate(xs, axis=self.axis)
+        except ValueError:
+            shapes = ", ".join(str(x.shape) for x in xs)
+            raise ValueError(f"concatenate: shapes {shapes} do not match except along axis {self.axis}") from None
+
+    def backward(self, grad):
+        grads, start = [], 0
+        for x in self.inputs:
+            stop = start + x.shape[self.axis]
+            index = (slice(None),) * self.axis + (slice(start, stop),)
+            grads.append(grad[index])
+            start = stop
+        return tuple(grads)
+
+
+def concatenate(xs: Sequence, axis: int = 0) -> Tensor:
+    xs = [as_tensor(x) for x in xs]
+    if not xs:
+        raise ValueError("concatenate: need at least one tensor")
+    axis = normalize_axis((axis,), xs[0].ndim, "concatenate")[0]
+    return Concatenate.apply(*xs, axis=axis)
+
+
+def stack(xs: Sequence, axis: int = 0) -> Tensor:
+    xs = [as_tensor(x) for x in xs]
+    if not xs:
+        raise ValueError("stack: need at least one tensor")
+    if len({x.shape for x in xs}) != 1:
+        raise ValueError(f"stack: all tensors must have the same shape, got {[x.shape for x in xs]}")
+    return concatenate([expand_dims(x, axis) for x in xs], axis=axis % (xs[0].ndim + 1))
+
+
+class Pad(Function):
+    """Constant padding; the gradient crops the padding away again."""
+
+    def __init__(self, pad_width: tuple[tuple[int, int], ...], value: float):
+        self.pad_width, self.value = pad_width, value
+
+    def forward(self, x):
+        return np.pad(x, self.pad_width, mode="constant", constant_values=self.value)
+
+    def backward(self, grad):
+        index = tuple(slice(before, grad.shape[i] - after) for i, (before, after) in enumerate(self.pad_width))
+        return grad[index]
+
+
+def pad(x, pad_width, value: float = 0.0) -> Tensor:
+    """NumPy's `pad_width`: an int, a pair, or one pair per axis."""
+    x = as_tensor(x)
+    try:
+        widths = np.broadcast_to(np.asarray(pad_width, dtype=int), (x.ndim, 2))
+    except ValueError:
+        raise ValueError(f"pad: pad_width {pad_width!r} does not fit a tensor of shape {x.shape}") from None
+    if (widths < 0).any():
+        raise ValueError(f"pad: negative pad_width {pad_width!r}")
+    return Pad.apply(x, pad_width=tuple((int(a), int(b)) for a, b in widths), value=value)
+
+
+class Flip(Function):
+    def __init__(self, axes: tuple[int, ...]):
+        self.axes = axes
+
+    def forward(self, x):
+        return np.flip(x, self.axes)
+
+    def backward(self, grad):
+        return grad.flip(self.axes)
+
+
+def flip(x, axis=None) -> Tensor:
+    x = as_tensor(x)
+    return Flip.apply(x, axes=normalize_axis(axis, x.ndim, "flip"))
