@@ -52,8 +52,10 @@ class no_grad:
         _grad_enabled = self._previous
 
     def __call__(self, func):
+        mode = type(self)  # so that @enable_grad() turns recording on, not off
+
         def wrapper(*args, **kwargs):
-            with no_grad():
+            with mode():
                 return func(*args, **kwargs)
 
         wrapper.__name__, wrapper.__doc__ = func.__name__, func.__doc__
@@ -292,6 +294,18 @@ class Tensor:
         return _ops.transpose(self, None)
 
 
+def _new_tensor(data: np.ndarray) -> Tensor:
+    """`Tensor._wrap(data)` as a plain function: the engine's hot paths call it for every node."""
+    t = object.__new__(Tensor)
+    t.data = data if type(data) is np.ndarray else np.asarray(data)
+    t.grad = None
+    t._requires_grad = False
+    t._ctx = None
+    t._retains_grad = False
+    t.name = None
+    return t
+
+
 def _raw(x: Any) -> Any:
     return x.data if isinstance(x, Tensor) else x
 
@@ -307,9 +321,18 @@ def as_tensor(value: Any, like: Tensor | None = None) -> Tensor:
     """`value` as a Tensor. Python scalars take `like`'s dtype where NumPy would (`2 * t` stays float32)."""
     if isinstance(value, Tensor):
         return value
-    if like is not None and isinstance(value, _SCALARS):
-        return Tensor._wrap(np.asarray(value, dtype=np.result_type(like.data.dtype, value)))
-    return Tensor._wrap(np.asarray(value))
+    if like is not None:
+        kind = type(value)
+        if kind is float or kind is int or kind is bool:
+            # A Python number is "weak" (NEP 50): next to a float tensor it takes that tensor's
+            # dtype. np.result_type costs more than the op itself, so only ask it otherwise.
+            dtype = like.data.dtype
+            if dtype.kind != "f":
+                dtype = np.result_type(dtype, value)
+            return _new_tensor(np.array(value, dtype=dtype))
+        if isinstance(value, _SCALARS):  # NumPy scalars (not weak) and subclasses of the numbers
+            return _new_tensor(np.array(value, dtype=np.result_type(like.data.dtype, value)))
+    return _new_tensor(np.asarray(value))
 
 
 # --------------------------------------------------------------------------------------------
@@ -353,24 +376,47 @@ class Function:
     def apply(cls, *args: Any, **params: Any) -> Tensor:
         """Run the op on tensors (or scalars/arrays, which become constants) and record it."""
         fn = cls(**params) if params else cls()
-        for a in args:
-            if not isinstance(a, Tensor):
+        # Almost every op takes one or two tensors. Spelling those cases out, rather than looping
+        # and building lists, makes recording a node about a third cheaper.
+        if len(args) == 2:
+            x, y = args
+            if not (isinstance(x, Tensor) and isinstance(y, Tensor)):
                 args = _coerce(args)
-                break
-        out = Tensor._wrap(fn.forward(*[t.data for t in args]))
-        if _grad_enabled:
+                x, y = args
+            data, needs = fn.forward(x.data, y.data), (x._requires_grad, y._requires_grad)
+        elif len(args) == 1:
+            (x,) = args
+            if not isinstance(x, Tensor):
+                args = _coerce(args)
+                (x,) = args
+            data, needs = fn.forward(x.data), (x._requires_grad,)
+        else:
+            if not all(isinstance(a, Tensor) for a in args):
+                args = _coerce(args)
+            data = fn.forward(*[t.data for t in args])
             needs = tuple([t._requires_grad for t in args])
-            if True in needs:
-                fn.inputs = args
-                fn.needs_input_grad = needs
-                fn._output_ref = weakref.ref(out)
-                out._ctx = fn
-                out._requires_grad = True
+        out = _new_tensor(data)
+        if _grad_enabled and True in needs:
+            fn.inputs = args
+            fn.needs_input_grad = needs
+            fn._output_ref = weakref.ref(out)
+            out._ctx = fn
+            out._requires_grad = True
         return out
 
 def _coerce(args: tuple) -> tuple[Tensor, ...]:
-    like = next((a for a in args if isinstance(a, Tensor)), None)
-    return tuple([a if isinstance(a, Tensor) else as_tensor(a, like) for a in args])
+    """Non-tensor arguments become constants; numbers take the first tensor's dtype (as_tensor)."""
+    if len(args) == 2:  # the usual case, `t * 2.0` or `1 - t`, spelled out
+        x, y = args
+        if isinstance(x, Tensor):
+            return x, as_tensor(y, x)
+        return as_tensor(x, y if isinstance(y, Tensor) else None), as_tensor(y)
+    like = None
+    for a in args:
+        if isinstance(a, Tensor):
+            like = a
+            break
+    return tuple([as_tensor(a, like) for a in args])
 
 
 # --------------------------------------------------------------------------------------------
@@ -394,11 +440,14 @@ def topological_order(roots: Sequence[Tensor]) -> list[Tensor]:
         if id(node) in visited:
             continue
         visited.add(id(node))
+        fn = node._ctx
+        if fn is None:  # a leaf has no inputs to wait for
+            order.append(node)
+            continue
         stack.append((node, True))
-        if node._ctx is not None:
-            for parent in node._ctx.inputs:
-                if parent._requires_grad and id(parent) not in visited:
-                    stack.append((parent, False))
+        for parent in fn.inputs:
+            if parent._requires_grad and id(parent) not in visited:
+                stack.append((parent, False))
     return order
 
 
@@ -446,13 +495,14 @@ def _as_grad_tuple(fn: Function, grads: Any) -> tuple:
     return tuple(grads)
 
 
-def _accumulate(total: Tensor | None, g: Tensor, record: bool) -> Tensor:
-    """total + g. Recorded as a graph op only while building the extended graph."""
-    if total is None:
-        return g
+def _add_to_grad(total: Tensor | None, g: Tensor, record: bool) -> Tensor:
+    """The new `.grad` of a tensor: total + g. Recorded as a graph op only while building the
+    extended graph. Otherwise the result owns a fresh array: `g` may be a read-only broadcast
+    view, or the very Tensor another input received (Add passes its gradient on unchanged), and
+    an optimizer that updates `.grad.data` in place must not change anything else."""
     if record:
-        return total + g
-    return Tensor._wrap(total.data + g.data)
+        return g if total is None else total + g
+    return _new_tensor(np.array(g.data) if total is None else total.data + g.data)
 
 
 def run_backward(
@@ -487,7 +537,7 @@ def run_backward(
                     captured[id(node)] = g
             elif fn is None or node._retains_grad:
                 # Gradients accumulate across backward calls until zero_grad().
-                node.grad = _accumulate(node.grad, g, create_graph)
+                node.grad = _add_to_grad(node.grad, g, create_graph)
             if fn is None:
                 continue
             if fn._freed:
@@ -497,15 +547,23 @@ def run_backward(
                     "backward if you need to"
                 )
             input_grads = fn.backward(g)
-            if type(input_grads) is not tuple or len(input_grads) != len(fn.inputs):
+            inputs = fn.inputs
+            if type(input_grads) is not tuple or len(input_grads) != len(inputs):
                 input_grads = _as_grad_tuple(fn, input_grads)
-            for x, gx, needed in zip(fn.inputs, input_grads, fn.needs_input_grad):
-                if not needed or gx is None:
+            for x, gx, needed in zip(inputs, input_grads, fn.needs_input_grad):
+                if gx is None or not needed:
                     continue
                 if not (isinstance(gx, Tensor) and gx.data.shape == x.data.shape and gx.data.dtype == x.data.dtype):
                     gx = _check_grad(fn, x, gx)  # raises on a wrong shape; casts a wrong dtype
+                # Sum the gradients arriving from every consumer of x (inlined: this runs per edge).
                 key = id(x)
-                pending[key] = _accumulate(pending.get(key), gx, create_graph)
+                total = pending.get(key)
+                if total is None:
+                    pending[key] = gx
+                elif create_graph:
+                    pending[key] = total + gx  # recorded: part of the extended graph
+                else:
+                    pending[key] = _new_tensor(total.data + gx.data)
             if not retain_graph:
                 fn._freed = True  # the graph is used up, as in PyTorch
 

@@ -13,45 +13,52 @@ from contextlib import contextmanager
 from types import ModuleType
 from typing import Any, Iterator
 
-import solutions
 
 
 def _modules() -> list[ModuleType]:
-    """Every module of the `solutions` package, imported."""
-    mods = [solutions]
-    for info in pkgutil.walk_packages(solutions.__path__, prefix="solutions."):
-        if ".examples" in info.name:
-            continue
+    """The engine's modules: the graph and every op module (not layers, optimizers or examples,
+    whose names, such as the `Tanh` layer, would otherwise shadow the ops')."""
+    import solutions.ops
+
+    mods = [importlib.import_module("solutions.graph")]
+    for info in pkgutil.walk_packages(solutions.ops.__path__, prefix="solutions.ops."):
         mods.append(importlib.import_module(info.name))
     return mods
 
 
 def _home(name: str, value: Any) -> ModuleType:
-    """The module that defines `name` (where its callers look it up)."""
-    current = None
-    for mod in _modules():
-        obj = mod.__dict__.get(name)
-        if obj is not None and getattr(obj, "__module__", None) == mod.__name__:
-            current = mod
-            break
-    if current is None:
+    """The one module that defines `name` (where its callers look it up)."""
+    homes = [
+        mod for mod in _modules()
+        if mod.__dict__.get(name) is not None and getattr(mod.__dict__[name], "__module__", None) == mod.__name__
+    ]
+    if not homes:
         raise KeyError(f"override: the reference engine defines nothing called {name!r}")
-    if isinstance(value, type) and isinstance(getattr(current, name), type):
-        return current
-    if callable(value) and callable(getattr(current, name)):
-        return current
-    raise TypeError(f"override: {name} must be replaced by a {type(getattr(current, name)).__name__}")
+    if len(homes) > 1:
+        raise KeyError(f"override: {name!r} is defined in several modules: {[m.__name__ for m in homes]}")
+    (home,) = homes
+    original = home.__dict__[name]
+    if isinstance(original, type) != isinstance(value, type) or not callable(value):
+        raise TypeError(f"override: {name} must be replaced by a {type(original).__name__}, got {type(value).__name__}")
+    return home
 
 
 @contextmanager
 def override(**replacements: Any) -> Iterator[None]:
-    """Within the block, `solutions.<module>.<name>` is the given object for each name=object."""
+    """Within the block, each name=object replaces the engine's `name` everywhere it is bound:
+    in its home module and in every engine module that imported it by name (as `unbroadcast`
+    is imported by the op modules)."""
+    import solutions
+    import solutions.ops
+
     saved = []
     try:
         for name, value in replacements.items():
-            mod = _home(name, value)
-            saved.append((mod, name, mod.__dict__[name]))
-            setattr(mod, name, value)
+            original = _home(name, value).__dict__[name]
+            for mod in [solutions, solutions.ops, *_modules()]:
+                if mod.__dict__.get(name) is original:
+                    saved.append((mod, name, original))
+                    setattr(mod, name, value)
         yield
     finally:
         for mod, name, original in reversed(saved):

@@ -18,3 +18,14 @@ from .shape import (
     scatter_add, squeeze, stack, swapaxes, transpose, unbroadcast, unsqueeze,
 )
 from .softmax import LogSoftmax, LogSumExp, Softmax, log_softmax, logsumexp, softmax
+from .im2col import col2im, im2col
+from .conv import (
+    Conv2d, Conv2dInputGrad, Conv2dWeightGrad, conv1d, conv2d, conv2d_input_grad, conv2d_weight_grad,
+)
+from .conv_backward import (
+    Dilate, Erode, conv2d_backward_derived, dilate, erode, pad2d, rotate180, undilate, unpad2d,
+)
+from .pool import (
+    AvgPool2d, AvgPool2dScatter, MaxPool2d, MaxPool2dGather, MaxPool2dScatter, avg_pool2d, global_avg_pool2d,
+    max_pool2d,
+)

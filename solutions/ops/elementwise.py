@@ -15,6 +15,14 @@ from ..graph import Function, Tensor, as_tensor
 from .shape import unbroadcast
 
 
+def _mismatch(op: str, x: np.ndarray, y: np.ndarray) -> ValueError:
+    """The error for operands that do not broadcast, naming the op (NumPy's message does not)."""
+    return ValueError(
+        f"{op}: shapes {x.shape} and {y.shape} cannot be broadcast together "
+        "(aligned from the right, each pair of sizes must be equal or contain a 1)"
+    )
+
+
 def _const(mask: np.ndarray, like: Tensor) -> np.ndarray:
     """A constant array (mask, sign) in `like`'s dtype, so it never upcasts float32."""
     return mask.astype(like.dtype, copy=False)
@@ -27,40 +35,58 @@ class Add(Function):
     """$z = x + y$: $\\partial z/\\partial x = \\partial z/\\partial y = 1$."""
 
     def forward(self, x, y):
-        return x + y
+        try:
+            return x + y
+        except ValueError:
+            raise _mismatch("add", x, y) from None
 
     def backward(self, grad):
         x, y = self.inputs
-        return unbroadcast(grad, x.shape), unbroadcast(grad, y.shape)
+        gx = unbroadcast(grad, x.shape) if self.needs_input_grad[0] else None
+        gy = unbroadcast(grad, y.shape) if self.needs_input_grad[1] else None
+        return gx, gy
 
 
 class Sub(Function):
     """$z = x - y$."""
 
     def forward(self, x, y):
-        return x - y
+        try:
+            return x - y
+        except ValueError:
+            raise _mismatch("sub", x, y) from None
 
     def backward(self, grad):
         x, y = self.inputs
-        return unbroadcast(grad, x.shape), unbroadcast(-grad, y.shape)
+        gx = unbroadcast(grad, x.shape) if self.needs_input_grad[0] else None
+        gy = unbroadcast(-grad, y.shape) if self.needs_input_grad[1] else None
+        return gx, gy
 
 
 class Mul(Function):
     """$z = x y$: $\\partial z/\\partial x = y$, $\\partial z/\\partial y = x$."""
 
     def forward(self, x, y):
-        return x * y
+        try:
+            return x * y
+        except ValueError:
+            raise _mismatch("mul", x, y) from None
 
     def backward(self, grad):
         x, y = self.inputs
-        return unbroadcast(grad * y, x.shape), unbroadcast(grad * x, y.shape)
+        gx = unbroadcast(grad * y, x.shape) if self.needs_input_grad[0] else None
+        gy = unbroadcast(grad * x, y.shape) if self.needs_input_grad[1] else None
+        return gx, gy
 
 
 class Div(Function):
     """$z = x / y$: $\\partial z/\\partial x = 1/y$, $\\partial z/\\partial y = -x/y^2$."""
 
     def forward(self, x, y):
-        return x / y
+        try:
+            return x / y
+        except ValueError:
+            raise _mismatch("div", x, y) from None
 
     def backward(self, grad):
         x, y = self.inputs
@@ -98,13 +124,19 @@ class Pow(Function):
     """$z = x^y$ with a tensor exponent: $\\partial z/\\partial y = x^y \\ln x$."""
 
     def forward(self, x, y):
-        return x**y
+        try:
+            return x**y
+        except ValueError:
+            raise _mismatch("pow", x, y) from None
 
     def backward(self, grad):
         x, y = self.inputs
         gx = gy = None
         if self.needs_input_grad[0]:
-            gx = unbroadcast(grad * y * x ** (y - 1.0), x.shape)
+            # As PyTorch: where y == 0 the base-gradient is 0, even at x == 0 (where y x^(y-1)
+            # would be 0 * inf = nan); a harmless exponent there keeps inf out of the graph.
+            zero_exp = y.data == 0
+            gx = unbroadcast(where(zero_exp, 0.0, grad * y * x ** where(zero_exp, 1.0, y - 1.0)), x.shape)
         if self.needs_input_grad[1]:
             # As PyTorch: 0**y with y >= 0 has a zero exponent-gradient (ln 0 would give nan).
             zero_base = (x.data == 0) & (y.data >= 0)
@@ -195,7 +227,10 @@ class Maximum(Function):
     """Elementwise max. On ties the gradient is split half and half, as PyTorch does."""
 
     def forward(self, x, y):
-        return np.maximum(x, y)
+        try:
+            return np.maximum(x, y)
+        except ValueError:
+            raise _mismatch("maximum", x, y) from None
 
     def backward(self, grad):
         x, y = self.inputs
@@ -205,7 +240,10 @@ class Maximum(Function):
 
 class Minimum(Function):
     def forward(self, x, y):
-        return np.minimum(x, y)
+        try:
+            return np.minimum(x, y)
+        except ValueError:
+            raise _mismatch("minimum", x, y) from None
 
     def backward(self, grad):
         x, y = self.inputs
@@ -227,7 +265,12 @@ class Where(Function):
         self.condition = condition
 
     def forward(self, x, y):
-        return np.where(self.condition, x, y)
+        try:
+            return np.where(self.condition, x, y)
+        except ValueError:
+            raise ValueError(
+                f"where: condition {self.condition.shape}, x {x.shape} and y {y.shape} cannot be broadcast together"
+            ) from None
 
     def backward(self, grad):
         x, y = self.inputs
@@ -310,7 +353,12 @@ def clip(x, min=None, max=None) -> Tensor:  # noqa: A002  (NumPy's and PyTorch's
 
 
 def astype(x, dtype) -> Tensor:
+    """A copy in `dtype`. Only a floating-point result carries gradient (as in PyTorch): rounding
+    to integers is piecewise constant, so an integer result is a constant."""
     x = as_tensor(x)
-    if np.dtype(dtype) == x.dtype:
+    dtype = np.dtype(dtype)
+    if dtype == x.dtype:
         return x
+    if not np.issubdtype(dtype, np.floating):
+        return Tensor(x.data.astype(dtype))
     return Cast.apply(x, dtype=dtype)

@@ -34,10 +34,10 @@ class MatMul(Function):
         a2 = a.reshape((1,) + a.shape) if a.ndim == 1 else a
         b2 = b.reshape(b.shape + (1,)) if b.ndim == 1 else b
         g = grad
+        if b.ndim == 1:  # first: for vector @ vector the gradient is 0-d and has no axis -2 yet
+            g = g.expand_dims(-1)
         if a.ndim == 1:
             g = g.expand_dims(-2)
-        if b.ndim == 1:
-            g = g.expand_dims(-1)
         ga = gb = None
         if self.needs_input_grad[0]:
             ga = unbroadcast(g @ swapaxes(b2, -1, -2), a2.shape).reshape(a.shape)

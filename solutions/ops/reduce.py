@@ -18,7 +18,7 @@ class Sum(Function):
         self.axes, self.keepdims = axes, keepdims
 
     def forward(self, x):
-        return np.sum(x, axis=self.axes, keepdims=self.keepdims)
+        return x.sum(axis=self.axes, keepdims=self.keepdims)  # the method skips np.sum's dispatch
 
     def backward(self, grad):
         (x,) = self.inputs
@@ -91,16 +91,22 @@ def var(x, axis=None, keepdims: bool = False, ddof: int = 0) -> Tensor:
     return sum(centered * centered, axes, keepdims) / (count - ddof)
 
 
+def _index_axis(axis, ndim: int, op: str):
+    """argmax/argmin take one axis (or None): NumPy's rule, since they return indices along it."""
+    if axis is None:
+        return None
+    if not isinstance(axis, (int, np.integer)):
+        raise TypeError(f"{op}: axis must be an int or None, got {axis!r}")
+    axes = normalize_axis(axis, ndim, op)
+    return axes[0] if axes else None  # a 0-d tensor: its only element is at index 0
+
+
 def argmax(x, axis=None, keepdims: bool = False) -> np.ndarray:
     """Indices of the maxima (a plain int array: indices have no gradient)."""
     data = as_tensor(x).data
-    if axis is not None:
-        axis = normalize_axis(axis, data.ndim, "argmax")[0]
-    return np.argmax(data, axis=axis, keepdims=keepdims)
+    return np.argmax(data, axis=_index_axis(axis, data.ndim, "argmax"), keepdims=keepdims)
 
 
 def argmin(x, axis=None, keepdims: bool = False) -> np.ndarray:
     data = as_tensor(x).data
-    if axis is not None:
-        axis = normalize_axis(axis, data.ndim, "argmin")[0]
-    return np.argmin(data, axis=axis, keepdims=keepdims)
+    return np.argmin(data, axis=_index_axis(axis, data.ndim, "argmin"), keepdims=keepdims)

@@ -20,17 +20,23 @@ def normalize_axis(axis: Any, ndim: int, op: str) -> tuple[int, ...]:
     """`axis` (None, int or tuple, negatives allowed) as a sorted tuple of non-negative axes."""
     if axis is None:
         return tuple(range(ndim))
-    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    try:
+        axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    except TypeError:
+        raise TypeError(f"{op}: axis must be an int or a tuple of ints, got {axis!r}") from None
+    bound = ndim or 1  # a 0-d tensor accepts axis 0 and -1, as NumPy and PyTorch do
     out = []
     for a in axes:
         if not isinstance(a, (int, np.integer)):
             raise TypeError(f"{op}: axis must be an int or a tuple of ints, got {axis!r}")
-        if not -ndim <= a < max(ndim, 1) or (ndim == 0 and a not in (0, -1)):
+        if not -bound <= a < bound:
             raise ValueError(f"{op}: axis {a} is out of range for a tensor with {ndim} dimensions")
-        out.append(int(a) % ndim if ndim else 0)
-    if len(set(out)) != len(out):
-        raise ValueError(f"{op}: repeated axis in {axis!r}")
-    return tuple(sorted(out))
+        out.append(int(a) % bound)
+    if len(out) > 1:
+        if len(set(out)) != len(out):
+            raise ValueError(f"{op}: repeated axis in {axis!r}")
+        out.sort()
+    return tuple(out) if ndim else ()  # ...and a 0-d tensor has no axis to reduce
 
 
 def kept_shape(shape: tuple[int, ...], axes: tuple[int, ...]) -> tuple[int, ...]:
@@ -47,16 +53,20 @@ def unbroadcast(grad: Tensor, shape: tuple[int, ...]) -> Tensor:
     Broadcasting copies an input along the leading axes it lacked and along its size-1 axes;
     each copy received gradient, so the input's gradient is the sum over those axes.
     """
-    shape = tuple(shape)
-    if grad.shape == shape:
+    have = grad.data.shape
+    if have == shape:  # nothing was broadcast: the common case, so test it first
         return grad
-    lead = grad.ndim - len(shape)
-    if lead < 0 or any(n != 1 and n != m for n, m in zip(shape, grad.shape[lead:])):
-        raise ValueError(f"unbroadcast: a gradient of shape {grad.shape} cannot be summed back to shape {shape}")
-    axes = tuple(range(lead)) + tuple(
-        lead + i for i, n in enumerate(shape) if n == 1 and grad.shape[lead + i] != 1
-    )
-    return grad.sum(axis=axes, keepdims=True).reshape(shape)
+    shape = tuple(shape)
+    if have == shape:
+        return grad
+    lead = len(have) - len(shape)
+    if lead < 0 or any(n != 1 and n != m for n, m in zip(shape, have[lead:])):
+        raise ValueError(f"unbroadcast: a gradient of shape {have} cannot be summed back to shape {shape}")
+    stretched = tuple(lead + i for i, n in enumerate(shape) if n == 1 and have[lead + i] != 1)
+    if not stretched:  # only leading axes were added: one sum removes them
+        return grad.sum(axis=tuple(range(lead)))
+    summed = grad.sum(axis=tuple(range(lead)) + stretched, keepdims=True)
+    return summed.reshape(shape) if lead else summed
 
 
 class BroadcastTo(Function):
@@ -122,8 +132,10 @@ def transpose(x, axes=None) -> Tensor:
     if axes is None:
         axes = tuple(reversed(range(x.ndim)))
     else:
-        axes = tuple(int(a) % x.ndim if x.ndim else a for a in axes)
-        if sorted(axes) != list(range(x.ndim)):
+        n = x.ndim
+        in_range = all(isinstance(a, (int, np.integer)) and -n <= a < n for a in axes)
+        axes = tuple(int(a) % n for a in axes) if in_range else tuple(axes)  # negative axes count from the end
+        if not in_range or sorted(axes) != list(range(n)):
             raise ValueError(f"transpose: axes {axes} are not a permutation of the {x.ndim} axes of shape {x.shape}")
     return Transpose.apply(x, axes=axes)
 
@@ -136,6 +148,8 @@ def permute(x, dims) -> Tensor:
 def swapaxes(x, dim0: int, dim1: int) -> Tensor:
     """Exchange two axes: PyTorch's `transpose(dim0, dim1)`, NumPy's `swapaxes`."""
     x = as_tensor(x)
+    if x.ndim == 0:
+        raise ValueError("swapaxes: a 0-d tensor has no axes to swap")
     a, b = normalize_axis((dim0,), x.ndim, "swapaxes")[0], normalize_axis((dim1,), x.ndim, "swapaxes")[0]
     axes = list(range(x.ndim))
     axes[a], axes[b] = axes[b], axes[a]
@@ -264,6 +278,8 @@ def concatenate(xs: Sequence, axis: int = 0) -> Tensor:
     xs = [as_tensor(x) for x in xs]
     if not xs:
         raise ValueError("concatenate: need at least one tensor")
+    if xs[0].ndim == 0:
+        raise ValueError("concatenate: 0-d tensors have no axis to join along; use stack")
     axis = normalize_axis((axis,), xs[0].ndim, "concatenate")[0]
     return Concatenate.apply(*xs, axis=axis)
 

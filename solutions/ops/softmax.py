@@ -15,7 +15,8 @@ def _stable_logsumexp(x: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
     """log(sum(exp(x))) with keepdims, shifted by the max so exp never overflows."""
     m = np.max(x, axis=axes, keepdims=True)
     m = np.where(np.isfinite(m), m, 0)  # a row of -inf stays -inf instead of becoming nan
-    return np.log(np.sum(np.exp(x - m), axis=axes, keepdims=True)) + m
+    with np.errstate(divide="ignore"):  # ...through log(0) = -inf, which is the right answer
+        return np.log(np.sum(np.exp(x - m), axis=axes, keepdims=True)) + m
 
 
 class Softmax(Function):

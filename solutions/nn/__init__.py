@@ -1,0 +1,22 @@
+"""Neural-network layers on top of the autograd engine, with PyTorch's names and conventions.
+
+Book: chapter 6. Tests: `tests/test_layers.py`, `tests/test_training.py`, `tests/test_nn_golden.py`.
+
+    >>> import numpy as np
+    >>> from solutions import nn
+    >>> model = nn.Sequential(nn.Linear(64, 32, rng=0), nn.ReLU(), nn.Linear(32, 10, rng=1))
+    >>> [name for name, _ in model.named_parameters()]
+    ['0.weight', '0.bias', '2.weight', '2.bias']
+"""
+from . import functional, init
+from .layers import (
+    AvgPool2d, BatchNorm1d, BatchNorm2d, Conv2d, CrossEntropyLoss, Dropout, Flatten, Identity,
+    Linear, MaxPool2d, MSELoss, NLLLoss, ReLU, Sigmoid, Tanh,
+)
+from .module import LoadResult, Module, Parameter, Sequential
+
+__all__ = [
+    "AvgPool2d", "BatchNorm1d", "BatchNorm2d", "Conv2d", "CrossEntropyLoss", "Dropout", "Flatten",
+    "Identity", "Linear", "LoadResult", "MSELoss", "MaxPool2d", "Module", "NLLLoss", "Parameter",
+    "ReLU", "Sequential", "Sigmoid", "Tanh", "functional", "init",
+]
