@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed
 
 .PHONY: all install test bench golden demo clean
 
-all: install demo
+all: install book demo
 
 # The venv is rebuilt only when the dependency lists change.
 $(STAMP): requirements.txt pyproject.toml
@@ -22,8 +22,19 @@ install: $(STAMP)
 demo: install
 	$(PY) -m solutions.examples.demo
 
-test: install
+test: install chromium
 	$(PY) -m pytest -q -n 2 --dist loadgroup
+
+# The book, readable offline at _build/html/index.html. Executed notebooks are cached in
+# _build/.jupyter_cache: a rebuild runs only the chapters whose code changed.
+.PHONY: book chromium
+book: install
+	$(VENV)/bin/jupyter-book build . -q
+
+# Headless Chromium for the book's browser test (tests/test_book.py). CI starts from a clean
+# Debian machine, so install it when it is missing (needs root).
+chromium:
+	command -v chromium >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium)
 
 bench: install
 	$(PY) benchmarks/bench_graph.py
