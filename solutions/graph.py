@@ -1,7 +1,8 @@
 """The dynamic computation graph: `Tensor`, `Function` and reverse-mode backward.
 
-Book: chapter 1 (`book/01_graphs.md`). Assignment: `assignments/source/a01_graphs/`.
-Tests: `tests/test_graphs.py`.
+Book: chapter 1 (`book/01_graphs.md`). Tests: `tests/test_graphs.py`. Assignment
+`assignments/source/a01_graphs/` builds the same ideas on scalars (`solutions/scalar.py`), so that
+this module stays the students' working framework in every later assignment.
 
 Every op is a `Function` subclass with `forward` (raw ndarrays in, ndarray out) and `backward`
 (a `Tensor` gradient in, one gradient per input out). `Function.apply` runs forward and, when

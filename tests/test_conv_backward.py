@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib
 import multiprocessing
 import os
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -101,14 +102,14 @@ SEEDS = st.integers(0, 2**31 - 1)
 # --------------------------------------------------------------------------------------------
 # Forward, gradients, derived == fast, on drawn configurations
 # --------------------------------------------------------------------------------------------
-@settings(max_examples=40, deadline=None)
+@settings(deadline=None)
 @given(conv_configs(), SEEDS)
 def test_conv2d_forward_matches_definition(config, seed):
     x, w, b = make(config, seed)
     assert_close(S.conv2d(x, w, b, **config["params"]), naive_conv2d(x, w, b, **config["params"]))
 
 
-@settings(max_examples=20, deadline=None)
+@settings(deadline=None)
 @given(conv_configs(), SEEDS)
 def test_conv2d_gradcheck(config, seed):
     x, w, b = make(config, seed)
@@ -118,7 +119,7 @@ def test_conv2d_gradcheck(config, seed):
     assert gradcheck(lambda *t: S.conv2d(*t, **config["params"]), *inputs)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(deadline=None)
 @given(conv_configs(), SEEDS)
 def test_derived_backward_equals_fast_backward(config, seed):
     x, w, b = make(config, seed)
@@ -149,7 +150,7 @@ def conv1d_configs(draw):
                 params=dict(stride=stride, padding=padding, dilation=dilation, groups=groups))
 
 
-@settings(max_examples=25, deadline=None)
+@settings(deadline=None)
 @given(conv1d_configs(), SEEDS)
 def test_conv1d_is_conv2d_on_a_height_one_image_and_gradchecks(config, seed):
     x, w, b = make(config, seed)
@@ -304,7 +305,7 @@ def test_derived_backward_on_tensors_is_differentiable():
 # --------------------------------------------------------------------------------------------
 # The derived form's pieces: inverses and adjoints
 # --------------------------------------------------------------------------------------------
-@settings(max_examples=30, deadline=None)
+@settings(deadline=None)
 @given(st.integers(1, 5), st.integers(1, 5), st.integers(1, 3), st.integers(1, 3), st.integers(0, 2), st.integers(0, 2), SEEDS)
 def test_dilate_erode_inverse_and_adjoint(h, w, sh, sw, extra_h, extra_w, seed):
     rng = np.random.default_rng(seed)
@@ -325,7 +326,7 @@ def test_dilate_inserts_stride_minus_one_zeros():
     np.testing.assert_array_equal(dilate(x, (1, 3), size=(3, 5)), [[1, 0, 0, 2, 0], [3, 0, 0, 4, 0], [0, 0, 0, 0, 0]])
 
 
-@settings(max_examples=30, deadline=None)
+@settings(deadline=None)
 @given(st.integers(1, 4), st.integers(1, 4), st.integers(0, 2), st.integers(0, 2), st.integers(0, 2), st.integers(0, 2), SEEDS)
 def test_pad_unpad_inverse_and_adjoint(h, w, t, b, l, r, seed):
     rng = np.random.default_rng(seed)
@@ -426,19 +427,26 @@ def test_backward_twice_with_retain_graph():
 # --------------------------------------------------------------------------------------------
 # The engine's own machinery: two input-gradient paths, threads, recycled buffers
 # --------------------------------------------------------------------------------------------
-@settings(max_examples=30, deadline=None)
+@settings(deadline=None)
 @given(conv_configs(max_channels_per_group=3), SEEDS)
 def test_both_input_gradient_paths_agree(config, seed):
-    """Stride 1 picks the derived correlation or GEMM + col2im by channel counts: both are right."""
+    """dx three ways: col2im over images, col2im with the batch innermost (narrow outputs), and
+    for stride 1 the derived correlation. The engine picks one by shape; all must agree."""
     params = config["params"]
     x, w, _ = make(config, seed)
     z = S.conv2d(x, w, **params)
     g = np.random.default_rng(seed).standard_normal(z.shape)
     stride, pads, dilation, groups = conv_module._conv_params("conv2d", x.shape, w.shape, None, **params)
-    by_col2im = conv_module._input_grad_by_col2im(g, w, x.shape, stride, pads, dilation, groups)
-    assert_close(by_col2im, conv2d_backward_derived(x, w, g, **params)[0])
+    args = (g, w, x.shape, stride, pads, dilation, groups)
+    expected = conv2d_backward_derived(x, w, g, **params)[0]
+    assert_close(conv_module._input_grad_by_col2im_batch_last(*args), expected)
+    # 64-byte chunks: one image (or output row) per piece, so the chunk loops run
+    with mock.patch.object(conv_module, "CHUNK_BYTES", 64):
+        assert_close(conv_module._input_grad_by_col2im_batch_last(*args), expected)
+        with mock.patch.object(conv_module, "NARROW", 0):  # never batch-innermost
+            assert_close(conv_module._input_grad_by_col2im(*args), expected)
     if stride == (1, 1):
-        assert_close(conv_module._input_grad_by_correlation(g, w, x.shape, pads, dilation, groups), by_col2im)
+        assert_close(conv_module._input_grad_by_correlation(g, w, x.shape, pads, dilation, groups), expected)
 
 
 @pytest.fixture
@@ -455,10 +463,11 @@ def _conv_run(x, w, **params):
     return z.data.copy(), xt.grad.data.copy(), wt.grad.data.copy()
 
 
+@pytest.mark.parametrize("width", [8, 20])  # narrow outputs take the batch-innermost col2im
 @pytest.mark.parametrize("params", [dict(stride=2, padding=1), dict(padding=1), dict(dilation=2, groups=2)])
-def test_threaded_copies_give_the_same_results(params, many_threads):
+def test_threaded_copies_give_the_same_results(params, width, many_threads):
     rng = np.random.default_rng(14)
-    x, w = rng.standard_normal((5, 4, 9, 8)), rng.standard_normal((4, 2 if params.get("groups") else 4, 3, 3))
+    x, w = rng.standard_normal((5, 4, 9, width)), rng.standard_normal((4, 2 if params.get("groups") else 4, 3, 3))
     threaded = _conv_run(x, w, **params)
     array_layer.THREADS = 1
     for a, b in zip(threaded, _conv_run(x, w, **params)):

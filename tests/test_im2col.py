@@ -12,8 +12,6 @@ from hypothesis import strategies as st
 from solutions import col2im, im2col
 from solutions.testing import assert_close
 
-FAST = settings(max_examples=40, deadline=None)
-
 
 @st.composite
 def geometries(draw):
@@ -45,7 +43,7 @@ def naive_im2col(x, kernel, stride, padding, dilation):
     return cols
 
 
-@FAST
+@settings(deadline=None)
 @given(geometries(), st.integers(0, 2**31 - 1))
 def test_im2col_matches_definition(geometry, seed):
     x_shape, kernel, stride, padding, dilation = geometry
@@ -53,7 +51,7 @@ def test_im2col_matches_definition(geometry, seed):
     assert_close(im2col(x, kernel, stride, padding, dilation), naive_im2col(x, kernel, stride, padding, dilation))
 
 
-@FAST
+@settings(deadline=None)
 @given(geometries(), st.integers(0, 2**31 - 1))
 def test_col2im_is_the_adjoint_of_im2col(geometry, seed):
     x_shape, kernel, stride, padding, dilation = geometry

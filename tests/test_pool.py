@@ -64,7 +64,7 @@ def pool_configs(draw):
 SEEDS = st.integers(0, 2**31 - 1)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(deadline=None)
 @given(pool_configs(), SEEDS, st.booleans())
 def test_max_pool_forward_and_gradient_match_the_definition(config, seed, ties):
     shape, kernel, stride, padding = config
@@ -84,7 +84,7 @@ def test_max_pool_forward_and_gradient_match_the_definition(config, seed, ties):
     assert_close(xt.grad, expected)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(deadline=None)
 @given(pool_configs(), SEEDS)
 def test_avg_pool_forward_matches_the_definition_and_gradchecks(config, seed):
     shape, kernel, stride, padding = config
@@ -93,7 +93,7 @@ def test_avg_pool_forward_matches_the_definition_and_gradchecks(config, seed):
     assert gradcheck(lambda t: S.avg_pool2d(t, kernel, stride, padding), Tensor(x, requires_grad=True))
 
 
-@settings(max_examples=25, deadline=None)
+@settings(deadline=None)
 @given(pool_configs(), SEEDS)
 def test_max_pool_gradcheck_without_ties(config, seed):
     shape, kernel, stride, padding = config

@@ -1,7 +1,8 @@
 """Convolution ops: conv2d, conv1d, and the two linear maps of their backward pass.
 
-Book: chapter 3 (`book/03_convolution.md`) for the forward pass, chapter 4
-(`book/04_conv_backward.md`) for the backward pass. Tests: `tests/test_conv_backward.py`,
+Book: chapter 3 (`book/03_im2col.md`) for the forward pass, chapter 4
+(`book/04_conv_backward.md`) for the backward pass. Assignments: `assignments/source/a03_im2col/`,
+`assignments/source/a04_conv_backward/`. Tests: `tests/test_conv_backward.py`,
 `tests/test_conv_golden.py`. The form of the backward that chapter 4 derives (dilate, pad,
 rotate180) is in `conv_backward.py`; this module holds the fast path and is tested equal to it.
 
@@ -30,8 +31,8 @@ import numpy as np
 
 from ..graph import Function, Tensor, as_tensor, is_grad_enabled
 from .im2col import (
-    Pair, Padding, _is_int, as_padding, col2im_accumulate, conv_output_hw, empty, im2col_padded, pad_hw, parallel,
-    positive_pair, recycle,
+    Pair, Padding, _is_int, as_padding, col2im_accumulate, conv_output_hw, empty, im2col_padded, offset_slice, pad_hw,
+    parallel, positive_pair, recycle,
 )
 
 
@@ -145,6 +146,8 @@ def _input_grad_by_col2im(
     K, Cg, KH, KW = w.shape
     G, Kg = groups, K // groups
     OH, OW = grad.shape[2:]
+    if OW < NARROW:
+        return _input_grad_by_col2im_batch_last(grad, w, x_shape, stride, padding, dilation, groups)
     P = OH * OW
     (t, b), (l, r) = padding
     Hp, Wp = H + t + b, W + l + r
@@ -164,6 +167,54 @@ def _input_grad_by_col2im(
     recycle(buffer)
     # Input rows that no window reaches (stride not dividing the size) were never added to: 0.
     return dxp[:, :, t : t + H, l : l + W].transpose(1, 0, 2, 3)
+
+
+# Output rows narrower than this make col2im's strided `+=` run a few pixels at a time, so the
+# per-run overhead dominates: then the batch axis goes innermost instead (runs of OW*N).
+NARROW = 16
+
+
+def _input_grad_by_col2im_batch_last(
+    grad: np.ndarray, w: np.ndarray, x_shape: tuple[int, ...], stride: Pair, padding: Padding, dilation: Pair,
+    groups: int,
+) -> np.ndarray:
+    """col2im with the columns ordered (oh, ow, n) and dx laid out (C, H, W, N) in memory.
+
+    Each kernel offset's block then lands on rows of OW*N contiguous numbers (OW*N apart from
+    the stride), instead of OW. The pieces are a few output rows at a time.
+    """
+    N, C, H, W = x_shape
+    K, Cg, KH, KW = w.shape
+    G, Kg = groups, K // groups
+    OH, OW = grad.shape[2:]
+    (t, b), (l, r) = padding
+    Hp, Wp = H + t + b, W + l + r
+    dtype = np.result_type(grad, w)
+    gm = np.empty((K, OH, OW, N), dtype=grad.dtype)  # dz with the batch innermost
+    parallel(lambda k0, k1: np.copyto(gm[k0:k1], grad[:, k0:k1].transpose(1, 2, 3, 0)), K, grad.nbytes)
+    gm = gm.reshape(G, Kg, OH * OW * N)
+    wt = w.reshape(G, Kg, Cg * KH * KW).transpose(0, 2, 1)
+    dxp = np.zeros((C, Hp, Wp, N), dtype=dtype)
+    per_row = C * KH * KW * OW * N * dtype.itemsize
+    step = max(1, min(OH, CHUNK_BYTES // max(per_row, 1)))
+    buffer = dcols = empty((G, Cg * KH * KW, step * OW * N), dtype)
+    for h0 in range(0, OH, step):
+        h1 = min(OH, h0 + step)
+        dcols = buffer[:, :, : (h1 - h0) * OW * N]
+        np.matmul(wt, gm[:, :, h0 * OW * N : h1 * OW * N], out=dcols)
+        blocks = dcols.reshape(C, KH, KW, h1 - h0, OW, N)
+
+        def add(c0: int, c1: int) -> None:
+            for i in range(KH):
+                for j in range(KW):
+                    rows, columns = offset_slice(i, j, (h1 - h0, OW), stride, dilation)
+                    rows = slice(rows.start + h0 * stride[0], rows.stop + h0 * stride[0], rows.step)
+                    dxp[c0:c1, rows, columns] += blocks[c0:c1, i, j]
+
+        parallel(add, C, dcols.nbytes)
+    del dcols, blocks
+    recycle(buffer)
+    return dxp[:, t : t + H, l : l + W].transpose(3, 0, 1, 2)
 
 
 def conv2d_weight_grad_array(

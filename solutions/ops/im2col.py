@@ -1,7 +1,8 @@
 """im2col and col2im: convolution as one matrix product, on plain NumPy arrays.
 
-Book: chapter 3 (`book/03_convolution.md`), which draws the column matrix, and chapter 4
-(`book/04_conv_backward.md`). Tests: `tests/test_im2col.py`.
+Book: chapter 3 (`book/03_im2col.md`), which draws the column matrix, and chapter 4
+(`book/04_conv_backward.md`). Assignment: `assignments/source/a03_im2col/`.
+Tests: `tests/test_im2col.py`.
 
 A convolution multiplies every receptive field of the input by the same kernel. `im2col`
 copies each receptive field into one column of a matrix; the convolution is then a single

@@ -1,6 +1,6 @@
 """Pooling: max_pool2d, avg_pool2d, global_avg_pool2d, with PyTorch's semantics.
 
-Book: chapter 3 (`book/03_convolution.md`). Tests: `tests/test_pool.py`, `tests/test_conv_golden.py`.
+Book: chapter 3 (`book/03_im2col.md`). Tests: `tests/test_pool.py`, `tests/test_conv_golden.py`.
 
 Both pools loop over the KH*KW kernel offsets, never over pixels: offset (i, j) of every
 window at once is one strided slice of the padded input, shape (N, C, OH, OW). Combining

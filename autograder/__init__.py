@@ -1,0 +1,69 @@
+"""autograder: the instructor's tools for the course, a command line over nbgrader's Python API.
+
+    python -m autograder release a02_broadcasting      # student version + leak scan (or: --all)
+    python -m autograder check a02_broadcasting        # self-test: solutions, unanswered, mutants
+    python -m autograder collect a02_broadcasting export.zip [--map ids.csv]
+    python -m autograder grade a02_broadcasting --jobs 2   # resumable; rerun after an interruption
+    python -m autograder feedback a02_broadcasting     # HTML, hidden tests removed, math offline
+    python -m autograder report a02_broadcasting       # reports/<assignment>/grades.csv + plots
+    python -m autograder demo [a02_broadcasting]       # the whole loop on synthetic submissions
+
+Global options: ``--course DIR`` (default ``assignments/``), ``--db URL`` (any SQLAlchemy URL;
+default the SQLite ``gradebook.db`` of the course). Modules: ``course`` (paths, config,
+gradebook), ``release``, ``collect``, ``grade`` (+ ``worker``), ``feedback``, ``report``,
+``selfcheck``, ``demo``, ``harness`` (what hidden tests call), ``mutants``, ``cli``.
+
+
+Conventions for assignment writers
+----------------------------------
+
+Files::
+
+    assignments/nbgrader_config.py                 course configuration (owned by the tools)
+    assignments/source/aNN_name/aNN_name.ipynb     source notebook: solutions and hidden tests in
+    assignments/source/aNN_name/<helper files>     released with the notebook (.py, data); no solutions
+    autograder/exercises/aNN_name.py               hidden checks, ``@exercise("aNN-...")`` (see harness)
+    autograder/mutants/aNN_name.py                 ``MUTANTS = [Mutant(...)]`` (see autograder.mutants)
+
+An exercise is one function or class the student writes. Its id is ``aNN-<name>``: lowercase,
+words joined by ``-``, starting with the assignment's ``aNN`` (e.g. ``a02-mul-backward``). Its
+cells, by nbgrader cell type and ``grade_id``:
+
+=============================  =====================  ============================================
+nbgrader cell type             grade_id               content
+=============================  =====================  ============================================
+"Autograded answer" (code)     ``aNN-name``           the student's function or class: signature
+                                                      and docstring, then ``### BEGIN SOLUTION`` /
+                                                      ``### END SOLUTION`` around the body
+"Autograder tests" (points)    ``aNN-name-visible``   asserts the student can read and run
+"Autograder tests" (points)    ``aNN-name-hidden``    ``### BEGIN HIDDEN TESTS``
+                               (more cells:           ``from autograder.harness import check``
+                               ``-hidden-2``, ...)    ``check("aNN-name", Name)``
+                                                      ``### END HIDDEN TESTS``
+"Manually graded answer"       ``aNN-name-written``   a written answer; the question goes in a
+(markdown, points)                                    separate markdown cell above it, because
+                                                      nbgrader replaces the whole answer cell
+=============================  =====================  ============================================
+
+Rules the tools rely on:
+
+* Every ``grade_id`` is unique in its notebook (a duplicate aborts nbgrader's autograde).
+* The suffixes ``-visible``, ``-hidden[-k]``, ``-written`` are how the tools map a cell to its
+  exercise (:func:`autograder.course.grade_id_exercise`); other cells of an exercise must not use
+  them in another sense.
+* The tests of one exercise depend only on that exercise's code: no state shared between the
+  cells of different exercises, no later exercise calling an earlier one (give it the reference
+  implementation in a locked cell instead). ``autograder check`` fails a mutant that costs points
+  outside its exercise.
+* A hidden check's failure message names the kind of mistake, never the hidden inputs or the
+  expected values; it is what the student reads in the feedback.
+* Test cells may write Python warnings to stderr (ignored by the course configuration); any other
+  stderr output fails the cell, as nbgrader does.
+* Before an assignment is released: ``check`` passes (solutions score full marks, the unanswered
+  notebook scores 0 on every test, each mutant is caught by its own exercise only) and
+  ``release`` reports no leak (no solution region, hidden test or secret line of the reference
+  engine in any released file, see :mod:`autograder.release`; a line that must quote one on
+  purpose ends with ``# release-scan: allow``).
+* Notebooks may import the course kit (``coursekit``, :mod:`autograder.kit`): ``release``
+  generates it into the release folder and grading puts it next to each submission.
+"""

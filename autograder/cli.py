@@ -1,0 +1,210 @@
+"""Command line: ``python -m autograder <command>`` (or the ``autograder`` console script).
+
+Exit status: 0 success; 1 the command ran and found a problem (a leak in a release, a failed
+self-check, a submission that could not be graded); 2 a usage or course error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+
+from .course import DEFAULT_COURSE, DEFAULT_SOLUTIONS, Course, CourseError
+
+# Once workers are forked, grading is CPU-bound: one worker per CPU (benchmarks/bench_grading.py
+# measured 1.8x with 2 workers on 2 CPUs, and nothing more from a third).
+CPUS = os.cpu_count() or 1
+
+
+def format_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    cells = [[str(h) for h in headers]] + [["" if c is None else str(c) for c in row] for row in rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in cells]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def _score(score: float | None, max_score: float | None) -> str:
+    return "" if score is None else f"{score:g}/{max_score:g}"
+
+
+def _assignments(course: Course, args) -> list[str]:
+    if getattr(args, "all", False):
+        if not course.assignments():
+            raise CourseError(f"no assignments in {course.source_dir('*').parent}")
+        return course.assignments()
+    if not args.assignment:
+        raise CourseError("name an ASSIGNMENT or pass --all")
+    return [course.require_assignment(args.assignment)]
+
+
+# -- commands ------------------------------------------------------------------------------------
+
+def cmd_release(course: Course, args) -> int:
+    from .release import release
+
+    status = 0
+    for assignment in _assignments(course, args):
+        leaks = release(course, assignment, args.solutions)
+        folder = course.release_dir(assignment)
+        if leaks:
+            status = 1
+            print(f"{assignment}: RELEASE LEAKS {len(leaks)} line(s) — do not distribute {folder}")
+            for leak in leaks:
+                print(f"  {leak}")
+        else:
+            print(f"{assignment}: released to {folder}; scan clean (no solutions, no hidden tests)")
+    return status
+
+
+def cmd_collect(course: Course, args) -> int:
+    from .collect import collect
+
+    report = collect(course, course.require_assignment(args.assignment), args.path, args.map)
+    print(f"collect {report.assignment} from {report.source}: {len(report.imported)} student(s) imported, "
+          f"{len(report.skipped)} file(s) skipped")
+    if report.imported:
+        print(format_table(["student", "notebooks", "status"], report.imported))
+    if report.skipped:
+        print("skipped:")
+        print(format_table(["file", "reason"], report.skipped))
+    return 0
+
+
+def cmd_grade(course: Course, args) -> int:
+    from .grade import Limits, grade
+
+    limits = Limits(cell_timeout=args.cell_timeout, notebook_timeout=args.notebook_timeout,
+                    memory_mb=args.memory_mb or None)
+    students = [s.strip() for s in args.students.split(",") if s.strip()] if args.students else None
+    try:
+        outcomes = grade(course, course.require_assignment(args.assignment), students, jobs=args.jobs,
+                         limits=limits, force=args.force)
+    except KeyboardInterrupt:
+        print(f"\ninterrupted: the students recorded so far are kept; rerun "
+              f"`autograder grade {args.assignment}` to grade the rest", file=sys.stderr)
+        return 130
+    if not outcomes:
+        print(f"no submissions of {args.assignment} in {course.submitted_dir('*', args.assignment).parent.parent}")
+        return 0
+    print(format_table(["student", "score", "status", "detail", "time"],
+                       [(o.student, _score(o.score, o.max_score), o.status, o.detail,
+                         "" if o.seconds is None else f"{o.seconds:.1f} s") for o in outcomes]))
+    failed = [o for o in outcomes if o.status == "failed"]
+    counts = {s: sum(o.status == s for o in outcomes) for s in ("graded", "already graded", "failed")}
+    print(", ".join(f"{n} {s}" for s, n in counts.items()))
+    return 1 if failed else 0
+
+
+def cmd_feedback(course: Course, args) -> int:
+    from .feedback import feedback
+
+    files = feedback(course, course.require_assignment(args.assignment))
+    for path in files:
+        print(path)
+    print(f"{len(files)} feedback file(s) for {args.assignment} (hidden tests removed, math offline)")
+    return 0
+
+
+def cmd_report(course: Course, args) -> int:
+    from .report import report
+
+    for path in report(course, course.require_assignment(args.assignment)):
+        print(path)
+    return 0
+
+
+def cmd_check(course: Course, args) -> int:
+    from .selfcheck import check
+
+    status = 0
+    for assignment in _assignments(course, args):
+        verdicts = check(course, assignment, jobs=args.jobs, cell_timeout=args.cell_timeout)
+        print(format_table(["mutant", "exercise", "expected to fail", "points lost", "verdict"],
+                           [(v.subject, v.exercise, v.expected, v.lost, v.verdict) for v in verdicts]))
+        failed = [v for v in verdicts if not v.ok]
+        mutants = len(verdicts) - 2
+        print(f"check {assignment}: " + (f"FAILED ({len(failed)} of {len(verdicts)})" if failed else "OK")
+              + ("" if mutants else f"; no mutants yet (autograder/mutants/{assignment}.py)") + "\n")
+        status |= bool(failed)
+    return status
+
+
+def cmd_demo(course: Course, args) -> int:
+    from .demo import demo
+
+    assignments = course.assignments()
+    if not assignments:
+        raise CourseError(f"no assignments in {course.source_dir('*').parent}")
+    demo(course, course.require_assignment(args.assignment or assignments[0]), args.out, jobs=args.jobs)
+    return 0
+
+
+# -- parser --------------------------------------------------------------------------------------
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="autograder", description="Instructor tools over nbgrader for the course.")
+    parser.add_argument("--course", default=str(DEFAULT_COURSE),
+                        help="nbgrader course directory (default: %(default)s)")
+    parser.add_argument("--db", help="gradebook SQLAlchemy URL (default: sqlite gradebook.db in the course)")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def add(name, func, help):
+        sub = commands.add_parser(name, help=help, description=help)
+        sub.set_defaults(func=func)
+        return sub
+
+    sub = add("release", cmd_release,
+              "generate the student version (release/) and fail if any released file leaks a solution")
+    sub.add_argument("assignment", nargs="?")
+    sub.add_argument("--all", action="store_true", help="every assignment in source/")
+    sub.add_argument("--solutions", default=str(DEFAULT_SOLUTIONS),
+                     help="reference code that must not appear in released files (default: %(default)s)")
+
+    sub = add("collect", cmd_collect, "import an LMS export (folder or .zip) into submitted/")
+    sub.add_argument("assignment")
+    sub.add_argument("path", help="folder or .zip of student notebooks")
+    sub.add_argument("--map", help="CSV with columns file,student to name each file's student")
+
+    sub = add("grade", cmd_grade, "autograde submissions in parallel; rerun to resume")
+    sub.add_argument("assignment")
+    sub.add_argument("--students", help="comma-separated student ids (default: all submitted)")
+    sub.add_argument("--jobs", type=int, default=CPUS, help="parallel workers (default: the CPUs, %(default)s)")
+    sub.add_argument("--cell-timeout", type=int, help="seconds per cell (default: the course's Execute.timeout)")
+    sub.add_argument("--notebook-timeout", type=float, default=600,
+                     help="wall seconds per notebook before the student's grading is killed (default: %(default)s)")
+    sub.add_argument("--memory-mb", type=int, default=4096,
+                     help="address-space limit per grading process, 0 for none (default: %(default)s)")
+    sub.add_argument("--force", action="store_true", help="regrade students that are already graded")
+
+    sub = add("feedback", cmd_feedback, "per-student HTML feedback without hidden tests, math offline")
+    sub.add_argument("assignment")
+
+    sub = add("report", cmd_report, "grades CSV and plots into reports/<assignment>/")
+    sub.add_argument("assignment")
+
+    sub = add("check", cmd_check,
+              "self-test: solutions score full, released scores 0, every mutant loses points on its exercise only")
+    sub.add_argument("assignment", nargs="?")
+    sub.add_argument("--all", action="store_true", help="every assignment in source/")
+    sub.add_argument("--jobs", type=int, default=CPUS, help="parallel workers (default: the CPUs, %(default)s)")
+    sub.add_argument("--cell-timeout", type=int, help="seconds per cell (default: the course's Execute.timeout)")
+
+    sub = add("demo", cmd_demo, "the whole loop on synthetic submissions, in a scratch copy of the course")
+    sub.add_argument("assignment", nargs="?", help="default: the first assignment")
+    sub.add_argument("--out", help="scratch directory (default: a new temporary directory)")
+    sub.add_argument("--jobs", type=int, default=CPUS, help="parallel workers (default: the CPUs, %(default)s)")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        course = Course.open(args.course, args.db)
+        return args.func(course, args)
+    except CourseError as error:
+        print(f"autograder: error: {error}", file=sys.stderr)
+        return 2

@@ -1,0 +1,263 @@
+"""``autograder collect``: import an LMS export (a folder or a .zip) into nbgrader's ``submitted/``.
+
+Which student a file belongs to, first rule that applies:
+
+1. ``--map CSV`` (header ``file,student``): the file's path inside the export, or its name.
+   A mapped file names its notebook like rule 3 does, or may have any name when the assignment
+   has a single notebook.
+2. A folder per student: ``alice/a02_broadcasting.ipynb`` (the folder that directly holds a file
+   named exactly like one of the assignment's notebooks is the student; folders above it are
+   ignored, so an export wrapped in one top folder works).
+3. A flat name ``<student>_<notebook>.ipynb`` or ``<notebook>_<student>.ipynb`` (``-`` also
+   accepted as the separator), where ``<notebook>`` is one of the assignment's notebook names:
+   ``alice_a02_broadcasting.ipynb``, ``a02_broadcasting-alice.ipynb``.
+
+Student ids must look like ``[A-Za-z0-9][A-Za-z0-9._-]*``. Each imported notebook lands in
+``submitted/<student>/<assignment>/<notebook>.ipynb`` with nbgrader's ``timestamp.txt`` (the
+file's modification time, which LMS exports set to the submission time). One import is one
+snapshot per student: a student already in ``submitted/`` has the whole submission replaced
+(reported), or left alone if the files are identical (so re-importing an export changes nothing
+and triggers no regrading). Files that cannot be imported (not JSON, not a notebook, unknown
+notebook, unknown student, unsafe path in a zip, too large) are listed and skipped; nothing is
+ever written outside the course directory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import json
+import os
+import shutil
+import stat
+import zipfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path, PurePosixPath
+
+import nbformat
+
+from .course import SAFE_ID, Course, CourseError
+
+MAX_NOTEBOOK_BYTES = 50 * 2**20
+JUNK = ("__MACOSX", ".DS_Store", ".ipynb_checkpoints", "Thumbs.db")
+TIMESTAMP_FORMAT = "%Y-%m-%d %H:%M:%S.%f %Z"  # nbgrader's own timestamp.txt format
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One file of the export: its path inside the export, its bytes and its time."""
+    path: PurePosixPath
+    size: int
+    mtime: datetime
+    read: Callable[[], bytes]
+
+
+@dataclass
+class Submission:
+    student: str
+    notebooks: dict[str, tuple[Entry, bytes]] = field(default_factory=dict)
+
+
+@dataclass
+class CollectReport:
+    assignment: str
+    source: str
+    imported: list[tuple[str, str, str]] = field(default_factory=list)   # student, notebooks, status
+    skipped: list[tuple[str, str]] = field(default_factory=list)         # file, reason
+
+
+# -- reading an export ---------------------------------------------------------------------------
+
+def _folder_entries(root: Path, report: CollectReport) -> Iterator[Entry]:
+    for folder, dirs, files in os.walk(root):  # does not follow symbolic links to folders
+        dirs.sort()
+        for name in sorted(files + [d for d in dirs if os.path.islink(os.path.join(folder, d))]):
+            path = Path(folder, name)
+            rel = PurePosixPath(path.relative_to(root).as_posix())
+            if path.is_symlink():
+                report.skipped.append((str(rel), "symbolic link (not followed)"))
+            elif path.is_file():
+                mtime = datetime.fromtimestamp(path.stat().st_mtime, timezone.utc)
+                yield Entry(rel, path.stat().st_size, mtime, path.read_bytes)
+
+
+def _zip_entries(archive: zipfile.ZipFile, report: CollectReport) -> Iterator[Entry]:
+    for info in archive.infolist():
+        if info.is_dir():
+            continue
+        name = info.filename
+        rel = PurePosixPath(name)
+        if name.startswith(("/", "\\")) or "\\" in name or ".." in rel.parts or ":" in rel.parts[0]:
+            report.skipped.append((name, "unsafe path in the zip (absolute or ../ path traversal)"))
+            continue
+        if stat.S_ISLNK(info.external_attr >> 16):
+            report.skipped.append((name, "symbolic link in the zip"))
+            continue
+        mtime = datetime(*info.date_time).astimezone(timezone.utc)  # zip times are local times
+
+        def read(info=info) -> bytes:
+            with archive.open(info) as handle:  # never trust the size in the header
+                data = handle.read(MAX_NOTEBOOK_BYTES + 1)
+            if len(data) > MAX_NOTEBOOK_BYTES:
+                raise ValueError("larger than the size limit")
+            return data
+
+        yield Entry(rel, info.file_size, mtime, read)
+
+
+# -- deciding whose file it is -------------------------------------------------------------------
+
+def _read_map(path: str | None) -> dict[str, str]:
+    if not path:
+        return {}
+    with open(path, newline="") as handle:
+        reader = csv.DictReader(handle)
+        if not reader.fieldnames or not {"file", "student"} <= set(reader.fieldnames):
+            raise CourseError(f"map file {path} needs a header row with the columns file,student")
+        mapping = {}
+        for number, row in enumerate(reader, 2):
+            student = (row["student"] or "").strip()
+            if not SAFE_ID.match(student):
+                raise CourseError(f"map file {path}, line {number}: bad student id {student!r}")
+            mapping[(row["file"] or "").strip()] = student
+    return mapping
+
+
+def _split_name(stem: str, notebooks: list[str]) -> list[tuple[str, str]]:
+    """Every (student, notebook) reading of a flat name ``<student>_<nb>`` or ``<nb>_<student>``."""
+    readings = set()
+    for nb in notebooks:
+        for sep in "_-":
+            if stem.startswith(nb + sep):
+                readings.add((stem[len(nb) + 1:], nb))
+            if stem.endswith(sep + nb):
+                readings.add((stem[:-len(nb) - 1], nb))
+    return sorted(readings)
+
+
+def identify(path: PurePosixPath, notebooks: list[str], mapping: dict[str, str]) -> tuple[str, str]:
+    """(student, notebook) of an export file, or raise ValueError saying why it cannot be placed."""
+    stem = path.stem
+    mapped = mapping.get(str(path), mapping.get(path.name))
+    if mapped:
+        if stem in notebooks:
+            return mapped, stem
+        names = {nb for _, nb in _split_name(stem, notebooks)}
+        if len(names) == 1:
+            return mapped, names.pop()
+        if len(notebooks) == 1:
+            return mapped, notebooks[0]
+        raise ValueError(f"mapped to {mapped}, but which notebook is it? (expected one of {', '.join(notebooks)})")
+    if stem in notebooks:
+        if len(path.parts) < 2:
+            raise ValueError("no student in the name and no student folder (use --map)")
+        return path.parts[-2], stem
+    readings = _split_name(stem, notebooks)
+    if not readings:
+        raise ValueError(f"unknown notebook: the name contains none of {', '.join(notebooks)}")
+    if len(readings) > 1:
+        raise ValueError("ambiguous name: " + " or ".join(f"{s}/{nb}" for s, nb in readings))
+    return readings[0]
+
+
+def _check_notebook(data: bytes) -> None:
+    try:
+        text = data.decode("utf-8")
+        json.loads(text)
+    except (UnicodeDecodeError, ValueError) as error:
+        raise ValueError(f"not JSON ({error})") from None
+    try:
+        nbformat.validate(nbformat.reads(text, as_version=4))
+    except Exception as error:  # nbformat raises several kinds for "JSON but not a notebook"
+        first_line = (str(error) or type(error).__name__).splitlines()[0][:120]
+        raise ValueError(f"JSON but not a valid notebook ({first_line})") from None
+
+
+# -- the command ---------------------------------------------------------------------------------
+
+def collect(course: Course, assignment: str, source: str | Path, map_csv: str | None = None) -> CollectReport:
+    source = Path(source)
+    report = CollectReport(assignment, str(source))
+    notebooks = course.notebooks(assignment)
+    mapping = _read_map(map_csv)
+    submissions: dict[str, Submission] = {}
+
+    def take(entries: Iterator[Entry]) -> None:
+        for entry in entries:
+            name = str(entry.path)
+            if any(part in JUNK for part in entry.path.parts):
+                continue
+            if entry.path.suffix != ".ipynb":
+                report.skipped.append((name, "not a notebook file (.ipynb)"))
+                continue
+            try:
+                student, notebook = identify(entry.path, notebooks, mapping)
+                if not SAFE_ID.match(student):
+                    raise ValueError(f"bad student id {student!r} (letters, digits, . _ - only)")
+                if entry.size > MAX_NOTEBOOK_BYTES:
+                    raise ValueError("larger than the size limit")
+                data = entry.read()
+                _check_notebook(data)
+            except ValueError as error:
+                report.skipped.append((name, str(error)))
+                continue
+            sub = submissions.setdefault(student, Submission(student))
+            other = sub.notebooks.get(notebook)
+            if other is not None and other[0].mtime > entry.mtime:
+                report.skipped.append((name, f"superseded by the newer {other[0].path}"))
+                continue
+            if other is not None:  # the same notebook twice in one export: the newer one wins
+                report.skipped.append((str(other[0].path), f"superseded by the newer {name}"))
+            sub.notebooks[notebook] = (entry, data)
+
+    with contextlib.ExitStack() as stack:
+        if source.is_dir():
+            take(_folder_entries(source, report))
+        elif zipfile.is_zipfile(source):
+            take(_zip_entries(stack.enter_context(zipfile.ZipFile(source)), report))
+        else:
+            raise CourseError(f"{source} is neither a folder nor a .zip file")
+    _store_all(course, assignment, submissions, report)
+    return report
+
+
+def _store_all(course: Course, assignment: str, submissions: dict[str, Submission],
+               report: CollectReport) -> None:
+    with course.gradebook() as gb:
+        for student in sorted(submissions):
+            status = _store(course, assignment, submissions[student])
+            gb.update_or_create_student(student)
+            report.imported.append((student, ", ".join(sorted(submissions[student].notebooks)), status))
+
+
+def _store(course: Course, assignment: str, sub: Submission) -> str:
+    dest = course.submitted_dir(sub.student, assignment)
+    root = course.root.resolve()
+    if not dest.resolve().is_relative_to(root):  # belt and braces: ids are already validated
+        raise CourseError(f"refusing to write {dest} outside the course {root}")
+    files = {f"{nb}.ipynb": data for nb, (_, data) in sub.notebooks.items()}
+    stamp = max(entry.mtime for entry, _ in sub.notebooks.values())
+
+    status = "new"
+    if dest.exists():
+        old = {p.name: p.read_bytes() for p in dest.glob("*.ipynb")}
+        if old == files:
+            return "unchanged (identical to the submission already collected)"
+        previous = (dest / "timestamp.txt").read_text().strip() if (dest / "timestamp.txt").exists() else "?"
+        status = f"resubmitted: replaced the submission of {previous}"
+
+    staging = dest.with_name(f".{dest.name}.incoming")
+    old_dir = dest.with_name(f".{dest.name}.old")
+    for leftover in (staging, old_dir):
+        shutil.rmtree(leftover, ignore_errors=True)
+    staging.mkdir(parents=True)
+    for name, data in files.items():
+        (staging / name).write_bytes(data)
+    (staging / "timestamp.txt").write_text(stamp.strftime(TIMESTAMP_FORMAT))
+    if dest.exists():
+        dest.rename(old_dir)
+    os.replace(staging, dest)
+    shutil.rmtree(old_dir, ignore_errors=True)
+    return status

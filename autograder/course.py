@@ -1,0 +1,159 @@
+"""The nbgrader course directory: its paths, its configuration and its gradebook.
+
+Every command goes through :class:`Course`, so that the course root, the gradebook URL and the
+``nbgrader_config.py`` of the course are read in one place and handed to nbgrader's own API.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbgrader.api
+from alembic.config import Config as AlembicConfig
+from alembic.script import ScriptDirectory
+from nbgrader.api import Gradebook
+from nbgrader.apps import NbGraderAPI
+from nbgrader.coursedir import CourseDirectory
+from traitlets.config import Config
+from traitlets.config.loader import PyFileConfigLoader
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_COURSE = REPO_ROOT / "assignments"
+DEFAULT_SOLUTIONS = REPO_ROOT / "solutions"
+
+# Ids that become directory names: no separators, no leading dot, nothing a shell or glob expands.
+SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+class CourseError(Exception):
+    """A problem with the course directory, an assignment or a student, worded for the instructor."""
+
+
+def grade_id_exercise(grade_id: str) -> str:
+    """The exercise a cell belongs to: its grade_id without the -visible/-hidden/-written suffix.
+
+    ``a02-mul-backward-hidden-2`` -> ``a02-mul-backward``; a solution cell's id is the exercise itself.
+    """
+    return re.sub(r"-(visible|hidden|written)(-[0-9]+)?$", "", grade_id)
+
+
+@functools.cache
+def alembic_head() -> str:
+    """The gradebook schema revision of the installed nbgrader.
+
+    nbgrader stamps each new gradebook with it by running the ``alembic heads`` command: a
+    subprocess that imports nbgrader again (2 to 10 s here) and that fails unless the venv's
+    ``bin`` is on PATH. The answer depends only on the installed nbgrader, so it is computed
+    once per process with alembic's Python API instead (a test checks both agree).
+    """
+    config = AlembicConfig()
+    config.set_main_option("script_location", str(Path(nbgrader.__file__).resolve().parent / "alembic"))
+    return ScriptDirectory.from_config(config).get_current_head()
+
+
+def _fast_gradebook_creation() -> None:
+    nbgrader.api.get_alembic_version = alembic_head
+
+
+@dataclass(frozen=True)
+class Course:
+    root: Path
+    db_url: str
+
+    @classmethod
+    def open(cls, root: str | Path | None = None, db_url: str | None = None) -> Course:
+        _fast_gradebook_creation()
+        root = Path(root or DEFAULT_COURSE).resolve()
+        if not (root / "nbgrader_config.py").is_file():
+            raise CourseError(f"{root} is not an nbgrader course directory (no nbgrader_config.py)")
+        return cls(root, db_url or f"sqlite:///{root / 'gradebook.db'}")
+
+    # -- configuration ---------------------------------------------------------------------------
+
+    def config(self) -> Config:
+        """The course's nbgrader_config.py, with this course's root and gradebook forced in."""
+        config = PyFileConfigLoader("nbgrader_config.py", path=str(self.root)).load_config()
+        config.CourseDirectory.root = str(self.root)
+        config.CourseDirectory.db_url = self.db_url
+        return config
+
+    @property
+    def course_id(self) -> str:
+        return self.coursedir().course_id
+
+    def coursedir(self, config: Config | None = None) -> CourseDirectory:
+        return CourseDirectory(config=config or self.config())
+
+    def api(self, config: Config | None = None) -> NbGraderAPI:
+        config = config or self.config()
+        config.NbGraderAPI.log_level = "WARN"  # nbgrader's INFO log is returned in the result anyway
+        if "root" not in config.Exchange:
+            # Students' work arrives through `collect`, not nbgrader's exchange, but NbGraderAPI
+            # probes the exchange folder at start-up and logs CRITICAL when the default one
+            # (/usr/local/share/nbgrader/exchange) is missing: point it at a folder that exists.
+            config.Exchange.root = tempfile.gettempdir()
+        return NbGraderAPI(coursedir=self.coursedir(config), config=config)
+
+    def gradebook(self) -> Gradebook:
+        return Gradebook(self.db_url, self.course_id)
+
+    # -- paths (nbgrader's directory_structure, so a customised layout is respected) --------------
+
+    def _path(self, step: str, student: str, assignment: str) -> Path:
+        coursedir = self.coursedir()
+        step_dir = getattr(coursedir, f"{step}_directory")
+        return Path(coursedir.format_path(step_dir, student, assignment))
+
+    def source_dir(self, assignment: str) -> Path:
+        return self._path("source", ".", assignment)
+
+    def release_dir(self, assignment: str) -> Path:
+        return self._path("release", ".", assignment)
+
+    def submitted_dir(self, student: str, assignment: str) -> Path:
+        return self._path("submitted", student, assignment)
+
+    def autograded_dir(self, student: str, assignment: str) -> Path:
+        return self._path("autograded", student, assignment)
+
+    def feedback_dir(self, student: str, assignment: str) -> Path:
+        return self._path("feedback", student, assignment)
+
+    def reports_dir(self, assignment: str) -> Path:
+        return self.root / "reports" / assignment
+
+    @property
+    def state_dir(self) -> Path:
+        """The autograder's own bookkeeping (locks, graded markers, failures); not nbgrader's."""
+        return self.root / ".autograder"
+
+    # -- what the course holds -------------------------------------------------------------------
+
+    def assignments(self) -> list[str]:
+        source = self.source_dir("*").parent
+        return sorted(p.name for p in source.iterdir() if p.is_dir() and any(p.glob("*.ipynb"))) \
+            if source.is_dir() else []
+
+    def require_assignment(self, assignment: str) -> str:
+        if assignment not in self.assignments():
+            known = ", ".join(self.assignments()) or "none"
+            raise CourseError(f"no assignment '{assignment}' in {self.source_dir('*').parent} "
+                              f"(assignments: {known})")
+        return assignment
+
+    def notebooks(self, assignment: str) -> list[str]:
+        """Notebook names (without .ipynb) of an assignment, from its source folder."""
+        return sorted(p.stem for p in self.source_dir(assignment).glob("*.ipynb"))
+
+    def submitted_students(self, assignment: str) -> list[str]:
+        """Students with a submission folder for the assignment, whatever is inside it."""
+        pattern = self.submitted_dir("*", assignment)
+        students = []
+        for path in pattern.parent.parent.glob(f"*/{pattern.name}"):
+            if path.is_dir() and SAFE_ID.match(path.parent.name):
+                students.append(path.parent.name)
+        return sorted(students)

@@ -1,0 +1,346 @@
+"""Hidden checks of a01_graphs: the scalar engine of `solutions/scalar.py` (micrograd-like).
+
+Each check receives the student's function, isolated (see `autograder.isolation`): `Value`,
+`as_value` and every other exercise name it uses are the reference ones, so a wrong `mul` does
+not cost points in `backward`. Ops are called directly on reference Values whose `grad` already
+holds some gradient (as if another consumer had sent its share), which tells an overwrite (`=`)
+from an accumulation (`+=`). Graphs for `topological_order` and `backward` are built with the
+reference ops.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from autograder.checks import prepare, run, time_limit
+from autograder.harness import GradingFailure
+from autograder.spec import graded
+
+SOURCE = "solutions.scalar"
+
+
+def _S():
+    import solutions.scalar as S
+    return S
+
+
+# --------------------------------------------------------------------------------------------
+# Ops
+# --------------------------------------------------------------------------------------------
+def _check_value(out, name: str, label: str):
+    S = _S()
+    if not isinstance(out, S.Value):
+        raise GradingFailure(f"{label}: {name} returned {type(out).__name__}; return the new output Value")
+    return out
+
+
+def _op_case(f, name: str, label: str, args: list, forward, local_grads, rng, hint=None):
+    """Call f(*args) on fresh Values and check data, children, and the accumulated gradients.
+
+    `args` holds floats (made Values) and ("num", x) for plain numbers; `local_grads(*values)`
+    returns d out / d arg for each Value argument, in order."""
+    S = _S()
+    values, call_args = [], []
+    for a in args:
+        if isinstance(a, tuple) and a[0] == "num":
+            call_args.append(a[1])
+        elif isinstance(a, tuple) and a[0] == "same":
+            call_args.append(values[a[1]])
+        else:
+            v = S.Value(a)
+            v.grad = float(rng.uniform(0.5, 1.5)) * rng.choice([-1, 1])  # another consumer's share
+            values.append(v)
+            call_args.append(v)
+    datas = [v.data for v in values]
+    priors = [v.grad for v in values]
+    out = _check_value(run(f"{label}: {name}", f, *call_args), name, label)
+    if any(v.data != d for v, d in zip(values, datas)):
+        raise GradingFailure(f"{label}: {name} changed the data of an input; build a new Value instead")
+    want_data = forward(*[a.data if isinstance(a, S.Value) else a for a in call_args])
+    if not isinstance(out.data, (int, float)) or not math.isclose(out.data, want_data, rel_tol=1e-9, abs_tol=1e-12):
+        raise GradingFailure(f"{label}: the output's data is wrong (the forward value of {name})")
+    children = getattr(out, "_children", ())
+    for v in values:
+        if not any(c is v for c in children):
+            raise GradingFailure(f"{label}: the output does not record its input Values as children; create it as "
+                                 f"Value(data, (a, b), op) so that backward can reach the inputs")
+    if out._backward is S._no_backward or not callable(out._backward):
+        raise GradingFailure(f"{label}: the output has no _backward closure; define one and assign "
+                             "out._backward = _backward before returning out")
+    g = float(rng.uniform(0.5, 2.0)) * rng.choice([-1, 1])
+    out.grad = g
+    run(f"{label}: the _backward closure of {name}", out._backward)
+    if out.grad != g:
+        raise GradingFailure(f"{label}: _backward changed out.grad; it must only add to the inputs' grads")
+
+    # The reference: the same local derivatives, summed over repeated arguments.
+    unique: list = []
+    for v in values:
+        if not any(u is v for u in unique):
+            unique.append(v)
+    locals_ = local_grads(*[a.data if isinstance(a, S.Value) else a for a in call_args])
+    for k, v in enumerate(unique):
+        prior = priors[values.index(v)]
+        share = sum(lg for lg, a in zip(locals_, call_args) if a is v)
+        got = v.grad
+        want = prior + share * g
+        if math.isclose(got, want, rel_tol=1e-9, abs_tol=1e-12):
+            continue
+        if not math.isfinite(got):
+            raise GradingFailure(f"{label}: a gradient became nan or inf")
+        if math.isclose(got, share * g, rel_tol=1e-9) or any(
+                math.isclose(got, lg * g, rel_tol=1e-9) for lg in locals_):
+            raise GradingFailure(f"{label}: the gradient the input already had was lost: did you overwrite "
+                                 "(a.grad = ...) instead of accumulate (a.grad += ...)? A value used in several "
+                                 "places receives gradient from each of them")
+        if math.isclose(got, prior + share, rel_tol=1e-9) and abs(g - 1) > 1e-6:
+            raise GradingFailure(f"{label}: the chain rule: multiply the local derivative by out.grad")
+        message = hint(got - prior, share, g, *[a.data if isinstance(a, S.Value) else a for a in call_args]) \
+            if hint else None
+        raise GradingFailure(f"{label}: " + (message or f"the gradient {name} sends to an input is wrong"))
+
+
+def _binary_cases(rng):
+    x, y = (float(v) for v in rng.uniform(0.5, 2.0, size=2) * rng.choice([-1, 1], size=2))
+    return [
+        ("two Values", [x, y]),
+        ("a Value and a number", [x, ("num", float(rng.uniform(-2, 2)))]),
+        ("a number and a Value (as in 2 + v)", [("num", float(rng.uniform(-2, 2))), y]),
+        ("the same Value twice (as in v + v)", [x, ("same", 0)]),
+    ]
+
+
+@graded("a01-add", f"{SOURCE}:add", points=2, title="add")
+def check_add(add, rng):
+    f = prepare(add, "a01-add", "function")
+    for label, args in _binary_cases(rng):
+        _op_case(f, "add", label, args, lambda a, b: a + b, lambda a, b: (1.0, 1.0), rng)
+
+
+@graded("a01-mul", f"{SOURCE}:mul", points=2, title="mul")
+def check_mul(mul, rng):
+    f = prepare(mul, "a01-mul", "function")
+
+    def hint(got, share, g, a, b):
+        if math.isclose(got, a * g, rel_tol=1e-9):
+            return "the inputs are swapped: d(ab)/da = b, so a's gradient is b.data * out.grad"
+        return None
+
+    for label, args in _binary_cases(rng):
+        _op_case(f, "mul", label, args, lambda a, b: a * b, lambda a, b: (b, a), rng, hint)
+
+
+@graded("a01-power", f"{SOURCE}:power", points=2, title="power")
+def check_power(power, rng):
+    f = prepare(power, "a01-power", "function")
+
+    def hint(got, share, g, a, p):
+        if math.isclose(got, p * a**p * g, rel_tol=1e-9):
+            return "the exponent is off by one: d(a^p)/da = p a^(p-1)"
+        if math.isclose(got, a ** (p - 1) * g, rel_tol=1e-9):
+            return "the factor p is missing: d(a^p)/da = p a^(p-1)"
+        return None
+
+    cases = [("a square", 2), ("a cube", 3), ("a negative power (1/a)", -1), ("a square root", 0.5),
+             ("a negative fractional power", -1.5)]
+    for label, p in cases:
+        x = float(rng.uniform(0.5, 2.0))
+        _op_case(f, "power", f"exponent {label}", [x, ("num", p)], lambda a, q: a**q,
+                 lambda a, q: (q * a ** (q - 1), 0.0), rng, hint)
+
+
+def _unary(exercise_id: str, name: str, obj, rng, forward, derivative, points_of_interest, hint=None):
+    f = prepare(obj, exercise_id, "function")
+    for label, x in points_of_interest(rng):
+        _op_case(f, name, label, [x], forward, lambda a: (derivative(a),), rng, hint)
+
+
+@graded("a01-exp", f"{SOURCE}:exp", points=2, title="exp")
+def check_exp(exp, rng):
+    def hint(got, share, g, a):
+        if math.isclose(got, a * g, rel_tol=1e-9):
+            return "exp'(a) = exp(a), the output: use out.data, not the input a.data"
+        return None
+    _unary("a01-exp", "exp", exp, rng, math.exp, math.exp,
+           lambda r: [("a positive input", float(r.uniform(0.5, 2))), ("a negative input", float(r.uniform(-3, -0.5)))],
+           hint)
+
+
+@graded("a01-tanh", f"{SOURCE}:tanh", points=2, title="tanh")
+def check_tanh(tanh, rng):
+    def hint(got, share, g, a):
+        if math.isclose(got, (1 - a * a) * g, rel_tol=1e-9):
+            return "tanh'(a) = 1 - tanh(a)^2: square the output t, not the input a"
+        if math.isclose(got, (1 - math.tanh(a)) * g, rel_tol=1e-9):
+            return "tanh'(a) = 1 - tanh(a)^2: the output is squared"
+        return None
+    _unary("a01-tanh", "tanh", tanh, rng, math.tanh, lambda a: 1 - math.tanh(a) ** 2,
+           lambda r: [("a positive input", float(r.uniform(0.3, 1.5))), ("a negative input", float(r.uniform(-2, -0.3))),
+                      ("a large input (tanh saturates)", 20.0)], hint)
+
+
+@graded("a01-relu", f"{SOURCE}:relu", points=2, title="relu")
+def check_relu(relu, rng):
+    def hint(got, share, g, a):
+        if a <= 0 and math.isclose(got, g, rel_tol=1e-9):
+            return "relu passes gradient only where its input is > 0 (the gradient is 0 for a <= 0, also at 0)"
+        return None
+    _unary("a01-relu", "relu", relu, rng, lambda a: max(a, 0.0), lambda a: 1.0 if a > 0 else 0.0,
+           lambda r: [("a positive input", float(r.uniform(0.5, 2))), ("a negative input", float(r.uniform(-2, -0.5))),
+                      ("an input of exactly 0", 0.0)], hint)
+
+
+# --------------------------------------------------------------------------------------------
+# Graphs for the graph walk (built with the reference ops)
+# --------------------------------------------------------------------------------------------
+def _expression(rng):
+    """A small tree-shaped expression: no node is used twice."""
+    S = _S()
+    a, b, c, d = (S.Value(float(v)) for v in rng.uniform(-1, 1, size=4))
+    return (a * b + c).tanh() * d, [a, b, c, d]
+
+
+def _shared(rng):
+    """Interior nodes used several times: t feeds three nodes, b feeds t and the output."""
+    S = _S()
+    a, b, c = (S.Value(float(v)) for v in rng.uniform(0.5, 1.5, size=3))
+    t = a * b + c
+    return (t * t + t.tanh()) * b, [a, b, c]
+
+
+def _neuron(rng):
+    S = _S()
+    xs = [S.Value(float(v)) for v in rng.uniform(-1, 1, size=3)]
+    ws = [S.Value(float(v)) for v in rng.uniform(-1, 1, size=3)]
+    bias = S.Value(float(rng.uniform(-0.5, 0.5)))
+    total = bias
+    for w, x in zip(ws, xs):
+        total = total + w * x
+    return total.tanh(), xs + ws + [bias]
+
+
+def _ladder(depth: int):
+    """A diamond ladder: every level uses the previous one twice, so 2^depth paths lead down."""
+    S = _S()
+    x = S.Value(0.3)
+    v = x
+    for _ in range(depth):
+        v = v * 0.5 + v * 0.25
+    return v, [x]
+
+
+def _chain(length: int):
+    S = _S()
+    x = S.Value(0.1)
+    v = x
+    for _ in range(length):
+        v = v + 1.0
+    return v, [x]
+
+
+def _all_nodes(root) -> list:
+    seen, stack, out = set(), [root], []
+    while stack:
+        n = stack.pop()
+        if id(n) in seen:
+            continue
+        seen.add(id(n))
+        out.append(n)
+        stack.extend(n._children)
+    return out
+
+
+LADDER_DEPTH = 26
+CHAIN_LENGTH = 10_000
+TIME_LIMIT = 3.0
+
+
+def _slow(what: str) -> str:
+    return (f"{what} took more than {TIME_LIMIT:g} s on a diamond ladder (each level uses the one below twice, "
+            f"{LADDER_DEPTH} levels): that is exponential in the depth. Visit each node once: keep a visited set")
+
+
+@graded("a01-topological-order", f"{SOURCE}:topological_order", points=3, title="topological_order")
+def check_topological_order(topological_order, rng):
+    S = _S()
+    f = prepare(topological_order, "a01-topological-order", "function")
+    leaf = S.Value(1.0)
+    graphs = [("a single Value", (leaf, [leaf])), ("a tree-shaped expression", _expression(rng)),
+              ("an expression that uses a value several times", _shared(rng)),
+              ("a neuron tanh(w . x + b)", _neuron(rng))]
+    for label, (root, _) in graphs:
+        order = run(f"{label}: topological_order", f, root)
+        _check_order(order, root, label)
+    root, _ = _ladder(LADDER_DEPTH)
+    with time_limit(TIME_LIMIT, _slow("topological_order")):
+        order = run("a diamond ladder: topological_order", f, root)
+    _check_order(order, root, "a diamond ladder")
+    root, _ = _chain(CHAIN_LENGTH)
+    order = run(f"a chain of {CHAIN_LENGTH} additions: topological_order", f, root)
+    _check_order(order, root, f"a chain of {CHAIN_LENGTH} additions")
+
+
+def _check_order(order, root, label: str) -> None:
+    S = _S()
+    if not isinstance(order, (list, tuple)):
+        raise GradingFailure(f"{label}: topological_order returned {type(order).__name__}; return a list of Values")
+    if not all(isinstance(v, S.Value) for v in order):
+        raise GradingFailure(f"{label}: the list must contain the Values themselves")
+    ids = [id(v) for v in order]
+    if len(set(ids)) != len(ids):
+        raise GradingFailure(f"{label}: a node appears more than once; keep a visited set so each node is added once")
+    nodes = _all_nodes(root)
+    if set(ids) != {id(n) for n in nodes}:
+        missing = len({id(n) for n in nodes} - set(ids))
+        raise GradingFailure(f"{label}: {missing} node(s) the root depends on are missing"
+                             if missing else f"{label}: the list contains Values the root does not depend on")
+    position = {i: k for k, i in enumerate(ids)}
+    for n in nodes:
+        for c in n._children:
+            if position[id(c)] > position[id(n)]:
+                raise GradingFailure(f"{label}: a node comes before one of its children; add a node only after "
+                                     "all of its children (post-order), so the root comes last")
+
+
+@graded("a01-backward", f"{SOURCE}:backward", points=3, title="backward")
+def check_backward(backward, rng):
+    f = prepare(backward, "a01-backward", "function")
+    S = _S()
+    seed = int(rng.integers(1 << 30))
+    builders = [("a tree-shaped expression", _expression), ("an expression that uses a value several times", _shared),
+                ("a neuron tanh(w . x + b)", _neuron)]
+    for label, build in builders:
+        root, leaves = build(np.random.default_rng(seed))
+        run(f"{label}: backward", f, root)
+        got = [n.grad for n in _all_nodes(root)]
+        ref_root, _ = build(np.random.default_rng(seed))
+        S.backward(ref_root)
+        want = [n.grad for n in _all_nodes(ref_root)]
+        _compare_backward(got, want, root, ref_root, label, shared=build is not _expression)
+    root, leaves = _ladder(LADDER_DEPTH)
+    with time_limit(TIME_LIMIT, _slow("backward")):
+        run("a diamond ladder: backward", f, root)
+    ref_root, ref_leaves = _ladder(LADDER_DEPTH)
+    S.backward(ref_root)
+    _compare_backward([leaves[0].grad], [ref_leaves[0].grad], root, ref_root, "a diamond ladder", shared=True)
+    root, leaves = _chain(CHAIN_LENGTH)
+    run(f"a chain of {CHAIN_LENGTH} additions: backward", f, root)
+    if leaves[0].grad != 1.0:
+        raise GradingFailure(f"a chain of {CHAIN_LENGTH} additions: the input's gradient is wrong")
+
+
+def _compare_backward(got, want, root, ref_root, label: str, shared: bool) -> None:
+    if all(isinstance(g, float) and math.isclose(g, w, rel_tol=1e-9, abs_tol=1e-12) for g, w in zip(got, want)):
+        return
+    if root.grad != 1.0:
+        raise GradingFailure(f"{label}: the root's gradient must be 1 after backward (d root / d root = 1): "
+                             "seed it before walking the graph")
+    if all(g == 0 for g in got[1:]):
+        raise GradingFailure(f"{label}: no gradient reached the inputs: call every node's _backward, from the "
+                             "root towards the leaves (reverse topological order)")
+    if shared and any(abs(g) > abs(w) * (1 + 1e-9) + 1e-12 for g, w in zip(got, want)):
+        raise GradingFailure(f"{label}: some gradients are too large: a shared node sent its gradient back more "
+                             "than once. Call each node's _backward exactly once, in reverse topological order")
+    raise GradingFailure(f"{label}: wrong gradients; call each node's _backward once, in reverse topological "
+                         "order, so a node sends gradient back only after all of its users have sent theirs")

@@ -1,0 +1,749 @@
+"""Hidden checks of a03_im2col: convolution as one matrix product, and pooling.
+
+The exercises are the array kernels under the engine's conv and pool ops (`solutions/ops/im2col.py`,
+`conv.py`, `pool.py`). Each kernel is checked on its own, on seeded cases (strides 1-3, padding
+0-2 and asymmetric, dilation 1-3, groups, non-square kernels and odd sizes, a batch of one, one
+channel, float32 and float64), against the reference; then it is plugged into the reference
+engine (`override_everywhere`), where conv2d / max_pool2d forward, backward and gradients of
+gradients (create_graph=True) must still agree. Messages name the kind of mistake and the
+pattern of the case, never the inputs or the expected values.
+"""
+from __future__ import annotations
+
+import importlib
+import math
+
+import numpy as np
+
+from autograder.checks import close, prepare, run, spec_of, time_limit
+from autograder.harness import GradingFailure
+from autograder.isolation import override_everywhere
+from autograder.spec import graded
+
+TIME_LIMIT = 30.0
+
+
+def _slow(name: str) -> str:
+    return (f"{name}: the checks took more than {TIME_LIMIT:g} s on small arrays; is there an endless loop, "
+            "or a Python loop over every pixel? Loop over the kernel offsets (KH*KW of them) at most")
+
+
+def _im():
+    return importlib.import_module("solutions.ops.im2col")
+
+
+def _conv():
+    return importlib.import_module("solutions.ops.conv")
+
+
+def _pool():
+    return importlib.import_module("solutions.ops.pool")
+
+
+def _dtype_name(dtype) -> str:
+    return np.dtype(dtype).name
+
+
+def _array(label: str, name: str, got, shape: tuple, dtype, shape_hint=None) -> np.ndarray:
+    """The student's result as an ndarray of the expected shape and dtype, or a GradingFailure."""
+    if got is None:
+        raise GradingFailure(f"{label}: {name} returned None; return the result array")
+    if not isinstance(got, np.ndarray):
+        raise GradingFailure(f"{label}: {name} returned {type(got).__name__}; return a NumPy array")
+    if got.shape != tuple(shape):
+        message = shape_hint(got.shape) if shape_hint else None
+        raise GradingFailure(f"{label}: " + (message or f"{name} returned an array of the wrong shape"))
+    if np.dtype(dtype) != got.dtype:
+        raise GradingFailure(f"{label}: {name} returned {got.dtype} for {_dtype_name(dtype)} input; keep the input's dtype")
+    return got
+
+
+SPEED_LIMIT = 3.0
+SPEED_SHAPE = (16, 16, 48, 48)
+
+
+def _speed(name: str, fn, *args) -> None:
+    """One larger call under a tight time limit: a Python loop over every pixel does not fit in it."""
+    message = (f"{name} took more than {SPEED_LIMIT:g} s on a {SPEED_SHAPE} batch (a few milliseconds are "
+               "enough): loop over the KH*KW kernel offsets at most, never over the pixels, and let NumPy "
+               "(slicing, sliding_window_view, matmul) do the rest")
+    with time_limit(SPEED_LIMIT, message):
+        run(f"a {SPEED_SHAPE} batch: {name}", fn, *args)
+
+
+# --------------------------------------------------------------------------------------------
+# Seeded convolution geometries
+# --------------------------------------------------------------------------------------------
+CONV_PATTERNS = [
+    # label, kernel, stride, padding ((top, bottom), (left, right)), dilation, groups, N, C, K
+    ("a 3x3 kernel, stride 1, no padding", (3, 3), (1, 1), ((0, 0), (0, 0)), (1, 1), 1, 2, 3, 4),
+    ("a 3x3 kernel, stride 2, padding 1", (3, 3), (2, 2), ((1, 1), (1, 1)), (1, 1), 1, 2, 2, 3),
+    ("stride 3 that does not divide the padded input", (2, 2), (3, 3), ((0, 0), (0, 0)), (1, 1), 1, 2, 2, 2),
+    ("dilation 2 with padding 2", (3, 3), (1, 1), ((2, 2), (2, 2)), (2, 2), 1, 2, 2, 3),
+    ("dilation 3 and stride 2", (2, 3), (2, 2), ((1, 1), (0, 0)), (3, 3), 1, 1, 2, 2),
+    ("a non-square 2x3 kernel, stride (1, 2), dilation (2, 1)", (2, 3), (1, 2), ((1, 1), (2, 2)), (2, 1), 1, 2, 3, 2),
+    ("groups=2", (3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), 2, 2, 4, 6),
+    ("a depthwise convolution (groups = channels), stride 2", (3, 3), (2, 2), ((1, 1), (1, 1)), (1, 1), 3, 2, 3, 3),
+    ("a batch of one image with one channel", (3, 3), (1, 1), ((0, 0), (0, 0)), (1, 1), 1, 1, 1, 2),
+    ("a 1x1 kernel with stride 2", (1, 1), (2, 2), ((0, 0), (0, 0)), (1, 1), 1, 2, 3, 2),
+    ("asymmetric padding ((0, 2), (1, 0))", (3, 2), (1, 1), ((0, 2), (1, 0)), (1, 1), 1, 2, 2, 2),
+]
+
+
+def _conv_shapes(rng, pattern, odd: bool = True):
+    """(x_shape, w_shape, params) for a pattern, with a non-square, odd-ish input size."""
+    label, kernel, stride, pad, dil, groups, N, C, K = pattern
+    ext = (dil[0] * (kernel[0] - 1) + 1, dil[1] * (kernel[1] - 1) + 1)
+    H = max(1, ext[0] - sum(pad[0]) + int(rng.integers(2, 6)))
+    W = max(1, ext[1] - sum(pad[1]) + int(rng.integers(3, 7)))
+    if H == W:
+        W += 1
+    if odd and "does not divide" in label:
+        while (H + sum(pad[0]) - ext[0]) % stride[0] == 0:
+            H += 1
+    params = dict(stride=stride, padding=pad, dilation=dil, groups=groups)
+    return (N, C, H, W), (K, C // groups, *kernel), params
+
+
+def _padded(x: np.ndarray, pad) -> np.ndarray:
+    return np.pad(x, ((0, 0), (0, 0), *pad))
+
+
+# --------------------------------------------------------------------------------------------
+# output_size
+# --------------------------------------------------------------------------------------------
+def _formula(size, kernel, stride, pad, dilation):
+    return (size + pad - dilation * (kernel - 1) - 1) // stride + 1
+
+
+@graded("a03-output-size", "solutions.ops.im2col:output_size", points=1, title="output_size")
+def check_output_size(output_size, rng):
+    f = prepare(output_size, "a03-output-size", "function")
+    cases = []
+    for size in (1, 2, 5, 7, 10, 11):
+        for kernel in (1, 2, 3, 5):
+            for stride in (1, 2, 3):
+                for pad in (0, 1, 2, 4):
+                    for dilation in (1, 2, 3):
+                        if dilation * (kernel - 1) + 1 <= size + pad:
+                            cases.append((size, kernel, stride, pad, dilation))
+    order = rng.permutation(len(cases))
+    for k in order:
+        size, kernel, stride, pad, dilation = cases[k]
+        label = (f"size {size}, kernel {kernel}, stride {stride}, total padding {pad}, dilation {dilation}")
+        got = run(f"{label}: output_size", f, size, kernel, stride, pad, dilation)
+        want = _formula(size, kernel, stride, pad, dilation)
+        if isinstance(got, (bool, np.bool_)) or not isinstance(got, (int, np.integer)):
+            if isinstance(got, (float, np.floating)) and float(got).is_integer() and int(got) == want:
+                raise GradingFailure(f"{label}: output_size returned a float; return an int (use // for the division)")
+            raise GradingFailure(f"{label}: output_size returned {type(got).__name__}; return an int")
+        if got == want:
+            continue
+        if got == _formula(size, kernel, stride, pad, 1):
+            raise GradingFailure(f"{label}: output size: did you include dilation? A kernel of k taps with "
+                                 "dilation d spans d(k-1)+1 pixels, so OH = (H + pad - d(k-1) - 1) // s + 1")
+        if got == _formula(size, kernel, stride, 2 * pad, dilation):
+            raise GradingFailure(f"{label}: `pad` is already the total of both sides (top + bottom): do not double it")
+        if got == math.ceil((size + pad - dilation * (kernel - 1) - 1) / stride) + 1:
+            raise GradingFailure(f"{label}: round down (//): a window that does not fit entirely is dropped")
+        if got == (size + pad - dilation * (kernel - 1)) // stride + 1:
+            raise GradingFailure(f"{label}: off by one: the last window starts at the last position where the whole "
+                                 "kernel still fits, OH = (H + pad - d(k-1) - 1) // s + 1")
+        raise GradingFailure(f"{label}: wrong output size; OH = (H + pad - d(k-1) - 1) // s + 1")
+
+
+# --------------------------------------------------------------------------------------------
+# windows
+# --------------------------------------------------------------------------------------------
+def _window_cases(rng):
+    cases = []
+    for label, kernel, stride, dilation in [
+        ("a 3x3 kernel, stride 1", (3, 3), (1, 1), (1, 1)),
+        ("a 2x2 kernel, stride 2", (2, 2), (2, 2), (1, 1)),
+        ("a 3x2 kernel, stride (2, 1), dilation (1, 2)", (3, 2), (2, 1), (1, 2)),
+        ("a 2x3 kernel, stride 3, dilation 2", (2, 3), (3, 3), (2, 2)),
+        ("a 3x3 kernel, stride 1, dilation 3", (3, 3), (1, 1), (3, 3)),
+        ("a 1x1 kernel, stride 2", (1, 1), (2, 2), (1, 1)),
+    ]:
+        ext = (dilation[0] * (kernel[0] - 1) + 1, dilation[1] * (kernel[1] - 1) + 1)
+        shape = (int(rng.integers(1, 3)), int(rng.integers(1, 4)), ext[0] + int(rng.integers(1, 5)),
+                 ext[1] + int(rng.integers(2, 6)))
+        cases.append((label, kernel, stride, dilation, shape))
+    return cases
+
+
+def _steps_swapped(xp, kernel, stride, dilation):
+    """The windows with the stride stepping through the taps and the dilation through the positions."""
+    from numpy.lib.stride_tricks import sliding_window_view
+    (kh, kw), (sh, sw), (dh, dw) = kernel, stride, dilation
+    view = sliding_window_view(xp, (dh * (kh - 1) + 1, dw * (kw - 1) + 1), axis=(2, 3))
+    return view[:, :, ::dh, ::dw, ::sh, ::sw]
+
+
+@graded("a03-windows", "solutions.ops.im2col:windows", points=2, title="windows")
+def check_windows(windows, rng):
+    f = prepare(windows, "a03-windows", "function")
+    reference = spec_of("a03-windows").reference()
+    with time_limit(TIME_LIMIT, _slow("windows")):
+        for k, (label, kernel, stride, dilation, shape) in enumerate(_window_cases(rng)):
+            dtype = np.float32 if k % 3 == 2 else np.float64
+            label = f"{label}, input {shape}, {_dtype_name(dtype)}"
+            xp = rng.standard_normal(shape).astype(dtype)
+            keep = xp.copy()
+            got = run(f"{label}: windows", f, xp, kernel, stride, dilation)
+            if not np.array_equal(xp, keep):
+                raise GradingFailure(f"{label}: windows changed its input; it only reads it")
+            want = reference(keep, kernel, stride, dilation)
+            swapped = _steps_swapped(keep, kernel, stride, dilation) if stride != dilation else None
+
+            def shape_hint(got_shape, want=want, kernel=kernel, dilation=dilation, stride=stride, swapped=swapped):
+                got_shape = tuple(got_shape)
+                if swapped is not None and got_shape == swapped.shape:
+                    return ("you swapped stride and dilation: the stride moves the window (positions oh*SH), the "
+                            "dilation spaces the taps inside it (i*DH)")
+                if len(got_shape) != 6:
+                    return "windows returns a 6-D array (N, C, OH, OW, KH, KW)"
+                if got_shape[4:] != tuple(kernel):
+                    return ("the last two axes must be the kernel's (KH, KW) taps; did you include dilation? The "
+                            "window of a dilated kernel spans d(k-1)+1 pixels, of which every d-th is a tap")
+                no_dilation = tuple((n - k) // s + 1 for n, k, s in zip(shape[2:], kernel, stride))
+                if got_shape[2:4] == no_dilation and dilation != (1, 1):
+                    return ("output size: did you include dilation? The window of a dilated kernel spans "
+                            "d(k-1)+1 pixels, so there are fewer positions than for an undilated one")
+                return "the number of window positions (OH, OW) is wrong: OH = (Hp - d(KH-1) - 1) // s + 1"
+
+            out = _array(label, "windows", got, want.shape, dtype, shape_hint)
+            if np.array_equal(out, want):
+                continue
+            if swapped is not None and swapped.shape == out.shape and np.array_equal(out, swapped):
+                raise GradingFailure(f"{label}: you swapped stride and dilation: the stride moves the window "
+                                     "(positions oh*SH), the dilation spaces the taps inside it (i*DH)")
+            raise GradingFailure(f"{label}: wrong values; window [n, c, oh, ow, i, j] holds "
+                                 "xp[n, c, oh*SH + i*DH, ow*SW + j*DW]")
+    _speed("windows", f, np.zeros(SPEED_SHAPE, np.float32), (3, 3), (1, 1), (1, 1))
+
+
+# --------------------------------------------------------------------------------------------
+# im2col_padded
+# --------------------------------------------------------------------------------------------
+def _im2col_ref(xp, kernel, stride, dilation):
+    return _im().im2col_padded(xp, kernel, stride, dilation)
+
+
+@graded("a03-im2col", "solutions.ops.im2col:im2col_padded", points=3, title="im2col_padded")
+def check_im2col(im2col_padded, rng):
+    f = prepare(im2col_padded, "a03-im2col", "function")
+    with time_limit(TIME_LIMIT, _slow("im2col_padded")):
+        for k, pattern in enumerate(CONV_PATTERNS):
+            x_shape, w_shape, params = _conv_shapes(rng, pattern)
+            kernel, stride, dilation = w_shape[2:], params["stride"], params["dilation"]
+            dtype = np.float32 if k % 4 == 1 else np.float64
+            label = f"{pattern[0]}, {_dtype_name(dtype)}"
+            xp = _padded(rng.standard_normal(x_shape).astype(dtype), params["padding"])
+            keep = xp.copy()
+            got = run(f"{label}: im2col_padded", f, xp, kernel, stride, dilation)
+            want = _im2col_ref(keep, kernel, stride, dilation)
+            N, C = x_shape[:2]
+            KH, KW = kernel
+            P = want.shape[1] // N
+
+            def shape_hint(s, want=want):
+                if tuple(s) == want.shape[::-1]:
+                    return ("rows and columns are swapped: one *column* per output pixel (N*OH*OW of them), one "
+                            "*row* per (channel, kernel row, kernel col) (C*KH*KW of them)")
+                if len(s) != 2:
+                    return "return a 2-D matrix (C*KH*KW, N*OH*OW)"
+                return ("the matrix has the wrong shape: (C*KH*KW, N*OH*OW) with OH = (Hp - d(KH-1) - 1) // s + 1, "
+                        "the dilation included")
+
+            cols = _array(label, "im2col_padded", got, want.shape, dtype, shape_hint)
+            if close(cols, want, dtype):
+                continue
+            by_offset = want.reshape(C, KH * KW, -1).transpose(1, 0, 2).reshape(want.shape)
+            if close(cols, by_offset, dtype) and C > 1:
+                raise GradingFailure(f"{label}: the rows are in (kernel row, kernel col, channel) order; the "
+                                     "convolution needs (channel, kernel row, kernel col), the order of "
+                                     "weight.reshape(K, C*KH*KW)")
+            pixel_major = want.reshape(-1, N, P).transpose(0, 2, 1).reshape(want.shape)
+            if close(cols, pixel_major, dtype) and N > 1:
+                raise GradingFailure(f"{label}: the columns are in (output pixel, image) order; column "
+                                     "n*OH*OW + oh*OW + ow belongs to image n, output pixel (oh, ow)")
+            if np.allclose(np.sort(cols, axis=None), np.sort(want, axis=None)):
+                raise GradingFailure(f"{label}: the right numbers in the wrong places: row c*KH*KW + i*KW + j, "
+                                     "column n*OH*OW + oh*OW + ow holds xp[n, c, oh*SH + i*DH, ow*SW + j*DW]")
+            raise GradingFailure(f"{label}: wrong values; cols[c*KH*KW + i*KW + j, n*OH*OW + oh*OW + ow] = "
+                                 "xp[n, c, oh*SH + i*DH, ow*SW + j*DW]")
+        _inside_the_engine("im2col_padded", f, rng, "the convolution (forward and backward) using your im2col_padded")
+    _speed("im2col_padded", f, np.zeros(SPEED_SHAPE, np.float32), (3, 3), (1, 1), (1, 1))
+
+
+# --------------------------------------------------------------------------------------------
+# col2im_accumulate
+# --------------------------------------------------------------------------------------------
+def _col2im_assigning(cols, target, kernel, stride, dilation):
+    """What col2im gives when overlaps are assigned instead of added (the classic bug)."""
+    C, n, Hp, Wp = target.shape
+    (kh, kw), (dh, dw) = kernel, dilation
+    OH = (Hp - dh * (kh - 1) - 1) // stride[0] + 1
+    OW = (Wp - dw * (kw - 1) - 1) // stride[1] + 1
+    blocks = cols.reshape(C, kh, kw, n, OH, OW)
+    out = target.copy()
+    for i in range(kh):
+        for j in range(kw):
+            rows, columns = _im().offset_slice(i, j, (OH, OW), stride, dilation)
+            out[:, :, rows, columns] = blocks[:, i, j]
+    return out
+
+
+@graded("a03-col2im", "solutions.ops.im2col:col2im_accumulate", points=3, title="col2im_accumulate")
+def check_col2im(col2im_accumulate, rng):
+    f = prepare(col2im_accumulate, "a03-col2im", "function")
+    reference = spec_of("a03-col2im").reference()
+    with time_limit(TIME_LIMIT, _slow("col2im_accumulate")):
+        for k, pattern in enumerate(CONV_PATTERNS):
+            x_shape, w_shape, params = _conv_shapes(rng, pattern)
+            kernel, stride, dilation = w_shape[2:], params["stride"], params["dilation"]
+            dtype = np.float32 if k % 4 == 1 else np.float64
+            label = f"{pattern[0]}, {_dtype_name(dtype)}"
+            N, C, H, W = x_shape
+            Hp, Wp = H + sum(params["padding"][0]), W + sum(params["padding"][1])
+            OH = (Hp - dilation[0] * (kernel[0] - 1) - 1) // stride[0] + 1
+            OW = (Wp - dilation[1] * (kernel[1] - 1) - 1) // stride[1] + 1
+            cols = rng.standard_normal((C * kernel[0] * kernel[1], N * OH * OW)).astype(dtype)
+            start = rng.standard_normal((C, N, Hp, Wp)).astype(dtype)  # what the caller accumulated so far
+            target, keep_cols = start.copy(), cols.copy()
+            result = run(f"{label}: col2im_accumulate", f, cols, target, kernel, stride, dilation)
+            want = start.copy()
+            reference(keep_cols, want, kernel, stride, dilation)
+            if close(target, want, dtype):
+                continue
+            if np.array_equal(target, start):
+                if isinstance(result, np.ndarray):
+                    raise GradingFailure(f"{label}: col2im_accumulate works in place: add into `target` "
+                                         "(target[...] += ...) and return nothing; yours returned a new array")
+                raise GradingFailure(f"{label}: `target` did not change: add the columns into it, in place")
+            if close(target, _col2im_assigning(keep_cols, start, kernel, stride, dilation), dtype):
+                raise GradingFailure(f"{label}: col2im assigns instead of adding: where receptive fields overlap, "
+                                     "every column entry that came from a pixel sends its value back to it, so "
+                                     "use +=, not =")
+            fresh = np.zeros_like(start)
+            reference(keep_cols, fresh, kernel, stride, dilation)
+            if close(target, fresh, dtype):
+                raise GradingFailure(f"{label}: what `target` held before was lost: add to it (+=), do not reset "
+                                     "it (the caller sums several pieces into the same target)")
+            raise GradingFailure(f"{label}: wrong values; target[c, n, oh*SH + i*DH, ow*SW + j*DW] += "
+                                 "cols[c*KH*KW + i*KW + j, n*OH*OW + oh*OW + ow]")
+        _inside_the_engine("col2im_accumulate", f, rng,
+                           "the convolution's input gradient (transposed convolution) using your col2im_accumulate")
+    N, C, H, W = SPEED_SHAPE
+    _speed("col2im_accumulate", f, np.zeros((C * 9, N * (H - 2) * (W - 2)), np.float32),
+           np.zeros((C, N, H, W), np.float32), (3, 3), (1, 1), (1, 1))
+
+
+# --------------------------------------------------------------------------------------------
+# The convolution inside the reference engine, with one kernel replaced by the student's
+# --------------------------------------------------------------------------------------------
+ENGINE_CASES = [0, 1, 2, 3, 6, 8]  # indices into CONV_PATTERNS: stride 2 uses col2im for dx
+
+
+def _conv_results(x, w, b, params, g, vx, vw):
+    """z, dx, dw, db, and the gradients of <dx, vx> + <dw, vw> with respect to x and w."""
+    from solutions import Tensor, grad, ops
+    xt, wt, bt = Tensor(x.copy(), requires_grad=True), Tensor(w.copy(), requires_grad=True), Tensor(b.copy(), requires_grad=True)
+    z = ops.conv2d(xt, wt, bt, **params)
+    dx, dw, db = grad(z, [xt, wt, bt], Tensor(g), create_graph=True)
+    total = (dx * Tensor(vx)).sum() + (dw * Tensor(vw)).sum()
+    ddx, ddw = grad(total, [xt, wt])
+    return [np.array(t.data) for t in (z, dx, dw, db, ddx, ddw)]
+
+
+WHAT = ["the output", "the input gradient dx", "the weight gradient dw", "the bias gradient db",
+        "a gradient of a gradient (create_graph=True) with respect to x",
+        "a gradient of a gradient (create_graph=True) with respect to w"]
+
+
+def _inside_the_engine(name: str, student, rng, what: str) -> None:
+    original = getattr(_im(), name, None) if hasattr(_im(), name) else getattr(_conv(), name)
+    for k in ENGINE_CASES:
+        pattern = CONV_PATTERNS[k]
+        x_shape, w_shape, params = _conv_shapes(rng, pattern)
+        x, w = rng.standard_normal(x_shape), rng.standard_normal(w_shape)
+        b = rng.standard_normal(w_shape[0])
+        from solutions import ops
+        out_shape = ops.conv2d(x, w, b, **params).shape
+        g, vx, vw = rng.standard_normal(out_shape), rng.standard_normal(x_shape), rng.standard_normal(w_shape)
+        label = f"{pattern[0]}, inside conv2d"
+        with override_everywhere(name, student, original):
+            got = run(f"{label}: {what}", _conv_results, x, w, b, params, g, vx, vw)
+        want = _conv_results(x, w, b, params, g, vx, vw)
+        for a, b_, text in zip(got, want, WHAT):
+            if not close(a, b_):
+                raise GradingFailure(f"{label}: {what}: {text} comes out wrong, although the checks of "
+                                     f"{name} on its own passed (does it depend on its inputs' memory layout, "
+                                     "e.g. a transposed view, or keep state between calls?)")
+
+
+# --------------------------------------------------------------------------------------------
+# conv2d_array and conv2d_weight_grad_array
+# --------------------------------------------------------------------------------------------
+@graded("a03-conv2d", "solutions.ops.conv:conv2d_array", points=3, title="conv2d_array")
+def check_conv2d(conv2d_array, rng):
+    f = prepare(conv2d_array, "a03-conv2d", "function")
+    reference = spec_of("a03-conv2d").reference()
+    with time_limit(TIME_LIMIT, _slow("conv2d_array")):
+        for k, pattern in enumerate(CONV_PATTERNS):
+            x_shape, w_shape, params = _conv_shapes(rng, pattern)
+            dtype = np.float32 if k % 4 == 1 else np.float64
+            with_bias = k % 3 != 2
+            label = f"{pattern[0]}, {'with' if with_bias else 'without'} bias, {_dtype_name(dtype)}"
+            x, w = rng.standard_normal(x_shape).astype(dtype), rng.standard_normal(w_shape).astype(dtype)
+            b = rng.standard_normal(w_shape[0]).astype(dtype) if with_bias else None
+            args = (params["stride"], params["padding"], params["dilation"], params["groups"])
+            keep = (x.copy(), w.copy(), None if b is None else b.copy())
+
+            def hint(error):
+                text = str(error)
+                if "matmul" in text or "mismatch" in text or "shapes" in text:
+                    return ("the shapes of a matrix product do not line up: with groups, group g's K/G output "
+                            "channels see only its C/G input channels, one GEMM per group")
+                return None
+
+            got = run(f"{label}: conv2d_array", f, x, w, b, *args, hint=hint)
+            if not isinstance(got, tuple) or len(got) != 2:
+                raise GradingFailure(f"{label}: conv2d_array returns a pair (z, cols): the output and x's column "
+                                     "matrix (the weight gradient reuses it)")
+            z_ref, cols_ref = reference(*keep, *args)
+            z_ref = np.array(z_ref)
+            N, K, OH, OW = z_ref.shape
+
+            def shape_hint(s):
+                if tuple(s) == (K, N, OH, OW):
+                    return "z must be (N, K, OH, OW): transpose the (K, N, OH, OW) result of the GEMM"
+                if len(s) == 2:
+                    return "z must be 4-D (N, K, OH, OW): reshape the GEMM's (K, N*OH*OW) result"
+                return "z has the wrong shape (N, K, OH, OW)"
+
+            z = _array(label, "conv2d_array (z)", got[0], z_ref.shape, dtype, shape_hint)
+            if not close(z, z_ref, dtype):
+                if b is not None and close(z, z_ref - b.reshape(1, -1, 1, 1), dtype):
+                    raise GradingFailure(f"{label}: the bias is missing: add bias[k] to every output of channel k")
+                scrambled = z_ref.transpose(1, 0, 2, 3).reshape(z_ref.shape)
+                if N > 1 and close(z, scrambled, dtype):
+                    raise GradingFailure(f"{label}: the GEMM gives (K, N*OH*OW): reshape it to (K, N, OH, OW) and "
+                                         "*transpose* to (N, K, OH, OW); a reshape alone mixes images and channels")
+                raise GradingFailure(f"{label}: wrong output values (compute im2col of the padded input, then one "
+                                     "GEMM per group with weight.reshape(K, C/G*KH*KW))")
+            cols = got[1]
+            if not isinstance(cols, np.ndarray) or cols.shape != cols_ref.shape or not close(cols, cols_ref, dtype):
+                raise GradingFailure(f"{label}: the second value must be the column matrix of the padded input, "
+                                     "(C*KH*KW, N*OH*OW), exactly what im2col_padded returns")
+        _inside_the_engine("conv2d_array", f, rng, "the convolution (forward and backward) using your conv2d_array")
+
+
+@graded("a03-conv2d-weight-grad", "solutions.ops.conv:conv2d_weight_grad_array", points=2,
+        title="conv2d_weight_grad_array")
+def check_conv2d_weight_grad(conv2d_weight_grad_array, rng):
+    f = prepare(conv2d_weight_grad_array, "a03-conv2d-weight-grad", "function")
+    reference = spec_of("a03-conv2d-weight-grad").reference()
+    with time_limit(TIME_LIMIT, _slow("conv2d_weight_grad_array")):
+        for k, pattern in enumerate(CONV_PATTERNS):
+            x_shape, w_shape, params = _conv_shapes(rng, pattern)
+            dtype = np.float32 if k % 4 == 1 else np.float64
+            given = k % 2 == 0
+            label = f"{pattern[0]}, {'with' if given else 'without'} x's columns given, {_dtype_name(dtype)}"
+            args = (params["stride"], params["padding"], params["dilation"], params["groups"])
+            x = rng.standard_normal(x_shape).astype(dtype)
+            z_shape = _conv().conv2d_array(x, np.zeros(w_shape, dtype), None, *args)[0].shape
+            g = rng.standard_normal(z_shape).astype(dtype)
+            cols = _im2col_ref(_padded(x, params["padding"]), w_shape[2:], params["stride"], params["dilation"]) \
+                if given else None
+            keep = (x.copy(), g.copy(), None if cols is None else cols.copy())
+            got = run(f"{label}: conv2d_weight_grad_array", f, x, g, w_shape, *args, cols)
+            want = reference(keep[0], keep[1], w_shape, *args, keep[2])
+            K = w_shape[0]
+
+            def shape_hint(s):
+                if int(np.prod(s)) == int(np.prod(w_shape)):
+                    return "reshape the result to the weight's shape (K, C/G, KH, KW)"
+                return "dw must have the weight's shape (K, C/G, KH, KW)"
+
+            dw = _array(label, "conv2d_weight_grad_array", got, w_shape, dtype, shape_hint)
+            if close(dw, want, dtype):
+                continue
+            G = params["groups"]
+            rows = int(np.prod(w_shape[1:]))
+            unturned = want.reshape(G, K // G, rows).transpose(0, 2, 1).reshape(w_shape)
+            if close(dw, unturned, dtype):
+                raise GradingFailure(f"{label}: you reshaped the (C*KH*KW, K) product to the weight's shape without "
+                                     "transposing it first: dw = dZ cols^T is (K, C*KH*KW) per group")
+            raise GradingFailure(f"{label}: wrong values; dw = dZ cols^T per group, with dZ the (K, N*OH*OW) "
+                                 "matrix of grad and cols x's column matrix")
+        _inside_the_engine("conv2d_weight_grad_array", f, rng,
+                           "the convolution's weight gradient using your conv2d_weight_grad_array")
+
+
+# --------------------------------------------------------------------------------------------
+# Pooling
+# --------------------------------------------------------------------------------------------
+POOL_PATTERNS = [
+    # label, kernel, stride, padding
+    ("2x2 windows, stride 2", (2, 2), (2, 2), (0, 0)),
+    ("overlapping 3x3 windows, stride 1", (3, 3), (1, 1), (0, 0)),
+    ("overlapping 3x3 windows, stride 2, padding 1", (3, 3), (2, 2), (1, 1)),
+    ("non-square 2x3 windows, stride (1, 2), padding (1, 0)", (2, 3), (1, 2), (1, 0)),
+    ("3x3 windows, stride 3 that does not divide the input", (3, 3), (3, 3), (0, 0)),
+    ("2x2 windows, stride 1, a batch of one image with one channel", (2, 2), (1, 1), (0, 0)),
+    ("4x4 windows, stride 3, padding 2", (4, 4), (3, 3), (2, 2)),
+]
+
+
+def _pool_input(rng, pattern, dtype, ties: bool, k: int):
+    label, kernel, stride, pad = pattern
+    N, C = (1, 1) if "batch of one" in label else (2, 3)
+    H = kernel[0] + int(rng.integers(2, 5))
+    W = kernel[1] + int(rng.integers(3, 6))
+    if "does not divide" in label:
+        while (H - kernel[0]) % stride[0] == 0:
+            H += 1
+    if ties:  # few distinct values: most windows have several maxima
+        x = rng.integers(-2, 2, size=(N, C, H, W)).astype(dtype)
+    else:
+        x = rng.standard_normal((N, C, H, W)).astype(dtype)
+    if k % 2 == 1:
+        x = -np.abs(x) - 1  # every value negative: a zero from padding would win
+    return x
+
+
+def _window_values(x, kernel, stride, pad):
+    """(N, C, OH, OW, KH*KW) of each window's values, padding as -inf (for hints)."""
+    xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (pad[0], pad[0]), (pad[1], pad[1])), constant_values=-np.inf)
+    win = _im().windows(xp, kernel, stride, (1, 1))
+    return win.reshape(*win.shape[:4], -1)
+
+
+def _max_zero_padded(x, kernel, stride, pad):
+    """The max pool of an input padded with zeros instead of -inf (for hints)."""
+    xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (pad[0], pad[0]), (pad[1], pad[1])))
+    return _im().windows(xp, kernel, stride, (1, 1)).max(axis=(-2, -1))
+
+
+@graded("a03-max-pool", "solutions.ops.pool:max_pool2d_array", points=3, title="max_pool2d_array")
+def check_max_pool(max_pool2d_array, rng):
+    f = prepare(max_pool2d_array, "a03-max-pool", "function")
+    reference = spec_of("a03-max-pool").reference()
+    with time_limit(TIME_LIMIT, _slow("max_pool2d_array")):
+        for k, pattern in enumerate(POOL_PATTERNS):
+            for ties in (False, True):
+                dtype = np.float32 if k % 3 == 1 else np.float64
+                x = _pool_input(rng, pattern, dtype, ties, k)
+                label = f"{pattern[0]}{', many ties' if ties else ''}{', all values negative' if k % 2 else ''}, " \
+                        f"{_dtype_name(dtype)}"
+                kernel, stride, pad = pattern[1:]
+                keep = x.copy()
+                got = run(f"{label}: max_pool2d_array", f, x, kernel, stride, pad)
+                if not isinstance(got, tuple) or len(got) != 2:
+                    raise GradingFailure(f"{label}: max_pool2d_array returns a pair (out, index)")
+                out_ref, index_ref = reference(keep, kernel, stride, pad)
+                out = _array(label, "max_pool2d_array (out)", got[0], out_ref.shape, dtype,
+                             lambda s: "out has the wrong shape: OH = (H + 2p - KH) // s + 1")
+                if not close(out, out_ref, dtype):
+                    if pad != (0, 0) and close(out, _max_zero_padded(keep, kernel, stride, pad), dtype):
+                        raise GradingFailure(f"{label}: padding must never win a max: pad with -inf (the lowest "
+                                             "value), not 0")
+                    raise GradingFailure(f"{label}: wrong maxima")
+                index = got[1]
+                if not isinstance(index, np.ndarray) or index.shape != index_ref.shape:
+                    raise GradingFailure(f"{label}: index must be an integer array of out's shape (N, C, OH, OW)")
+                if not np.issubdtype(index.dtype, np.integer):
+                    raise GradingFailure(f"{label}: index must hold integers (the winning offset i*KW + j)")
+                if np.array_equal(index, index_ref):
+                    continue
+                values = _window_values(keep, kernel, stride, pad)
+                inside = np.take_along_axis(values, np.clip(index, 0, values.shape[-1] - 1)[..., None].astype(np.int64),
+                                            axis=-1)[..., 0]
+                valid = np.all((index >= 0) & (index < values.shape[-1]))
+                if valid and np.any(np.isneginf(inside)):
+                    raise GradingFailure(f"{label}: padding must never win a max, not even a tie: pad with -inf "
+                                         "(the lowest value), not 0")
+                if valid and np.allclose(inside, out_ref):
+                    last = values.shape[-1] - 1 - np.argmax(values[..., ::-1], axis=-1)
+                    which = "the last one" if np.array_equal(index, last) else "another one"
+                    raise GradingFailure(f"{label}: pooling ties: PyTorch sends the gradient to the first max of a "
+                                         f"window (row-major order), yours picks {which}: update the winner only "
+                                         "when a value is strictly greater (>)")
+                raise GradingFailure(f"{label}: index must be the offset of the winner inside its window, "
+                                     "i*KW + j (row-major), not a position in the image")
+        _inside_the_pool_engine("max_pool2d_array", f, rng)
+    _speed("max_pool2d_array", f, rng.standard_normal(SPEED_SHAPE).astype(np.float32), (3, 3), (1, 1), (1, 1))
+
+
+@graded("a03-max-pool-backward", "solutions.ops.pool:max_pool2d_scatter_array", points=2,
+        title="max_pool2d_scatter_array")
+def check_max_pool_backward(max_pool2d_scatter_array, rng):
+    f = prepare(max_pool2d_scatter_array, "a03-max-pool-backward", "function")
+    reference = spec_of("a03-max-pool-backward").reference()
+    forward = _pool().max_pool2d_array
+    with time_limit(TIME_LIMIT, _slow("max_pool2d_scatter_array")):
+        for k, pattern in enumerate(POOL_PATTERNS):
+            dtype = np.float32 if k % 3 == 1 else np.float64
+            kernel, stride, pad = pattern[1:]
+            x = _pool_input(rng, pattern, dtype, True, k)
+            _, index = forward(x, kernel, stride, pad)
+            grad = rng.standard_normal(index.shape).astype(dtype)
+            label = f"{pattern[0]}, {_dtype_name(dtype)}"
+            keep = (grad.copy(), index.copy())
+            got = run(f"{label}: max_pool2d_scatter_array", f, grad, index, x.shape, kernel, stride, pad)
+            want = reference(*keep, x.shape, kernel, stride, pad)
+
+            def shape_hint(s):
+                if tuple(s) == (x.shape[0], x.shape[1], x.shape[2] + 2 * pad[0], x.shape[3] + 2 * pad[1]):
+                    return "the gradient has the padded input's shape: crop the padding off (it has no gradient)"
+                return "the gradient must have the input's shape x_shape"
+
+            dx = _array(label, "max_pool2d_scatter_array", got, x.shape, dtype, shape_hint)
+            if close(dx, want, dtype):
+                continue
+            assigned = _scatter_assigning(grad, index, x.shape, kernel, stride, pad)
+            if close(dx, assigned, dtype):
+                raise GradingFailure(f"{label}: a pixel can be the max of several overlapping windows: add their "
+                                     "gradients (np.add with where=, or +=), do not overwrite them")
+            raise GradingFailure(f"{label}: wrong values; each window's gradient goes to the pixel its index "
+                                 "names (offset i*KW + j of the window), every other pixel gets 0")
+        _inside_the_pool_engine("max_pool2d_scatter_array", f, rng)
+    x = rng.standard_normal(SPEED_SHAPE).astype(np.float32)
+    _, index = forward(x, (3, 3), (1, 1), (1, 1))
+    _speed("max_pool2d_scatter_array", f, np.ones(index.shape, np.float32), index, x.shape, (3, 3), (1, 1), (1, 1))
+
+
+def _scatter_assigning(grad, index, x_shape, kernel, stride, pad):
+    N, C, H, W = x_shape
+    OH, OW = index.shape[2:]
+    dxp = np.zeros((N, C, H + 2 * pad[0], W + 2 * pad[1]))
+    for i in range(kernel[0]):
+        for j in range(kernel[1]):
+            rows, cols = _im().offset_slice(i, j, (OH, OW), stride, (1, 1))
+            target = dxp[:, :, rows, cols]
+            np.copyto(target, grad, where=index == i * kernel[1] + j)
+    return dxp[:, :, pad[0]:pad[0] + H, pad[1]:pad[1] + W]
+
+
+def _pool_results(x, params, g, v, op):
+    from solutions import Tensor, grad, ops
+    xt = Tensor(x.copy(), requires_grad=True)
+    z = getattr(ops, op)(xt, **params)
+    (dx,) = grad(z, [xt], Tensor(g), create_graph=True)
+    gt = Tensor(g.copy(), requires_grad=True)
+    (dx2,) = grad(getattr(ops, op)(xt, **params), [xt], gt, create_graph=True)
+    (dg,) = grad((dx2 * Tensor(v)).sum(), [gt])
+    return [np.array(t.data) for t in (z, dx, dg)]
+
+
+def _inside_the_pool_engine(name: str, student, rng) -> None:
+    original = getattr(_pool(), name)
+    op = "avg_pool2d" if name.startswith("avg") else "max_pool2d"
+    for k in (1, 2, 3):
+        label, kernel, stride, pad = POOL_PATTERNS[k]
+        x = _pool_input(rng, POOL_PATTERNS[k], np.float64, False, 0)
+        params = dict(kernel_size=kernel, stride=stride, padding=pad)
+        from solutions import ops
+        out_shape = getattr(ops, op)(x, **params).shape
+        g, v = rng.standard_normal(out_shape), rng.standard_normal(x.shape)
+        label = f"{label}, inside {op}"
+        with override_everywhere(name, student, original):
+            got = run(f"{label}: the forward and backward of {op} using your {name}", _pool_results, x, params, g, v, op)
+        want = _pool_results(x, params, g, v, op)
+        for a, b, text in zip(got, want, ["the output", "the input gradient",
+                                          "a gradient of the gradient (create_graph=True)"]):
+            if not close(a, b):
+                raise GradingFailure(f"{label}: {text} of {op} comes out wrong with your {name}, although its own "
+                                     "checks passed (does it depend on its inputs' memory layout or keep state?)")
+
+
+def _avg_excluding_padding(x, kernel, stride, pad):
+    xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (pad[0], pad[0]), (pad[1], pad[1])))
+    ones = np.pad(np.ones(x.shape[2:]), ((pad[0], pad[0]), (pad[1], pad[1])))
+    total = _im().windows(xp, kernel, stride, (1, 1)).sum(axis=(-2, -1))
+    count = _im().windows(ones[None, None], kernel, stride, (1, 1)).sum(axis=(-2, -1))
+    return total / count
+
+
+@graded("a03-avg-pool", "solutions.ops.pool:avg_pool2d_array", points=2, title="avg_pool2d_array")
+def check_avg_pool(avg_pool2d_array, rng):
+    f = prepare(avg_pool2d_array, "a03-avg-pool", "function")
+    reference = spec_of("a03-avg-pool").reference()
+    with time_limit(TIME_LIMIT, _slow("avg_pool2d_array")):
+        for k, pattern in enumerate(POOL_PATTERNS):
+            dtype = np.float32 if k % 3 == 1 else np.float64
+            kernel, stride, pad = pattern[1:]
+            x = _pool_input(rng, pattern, dtype, False, 0)
+            label = f"{pattern[0]}, {_dtype_name(dtype)}"
+            keep = x.copy()
+            got = run(f"{label}: avg_pool2d_array", f, x, kernel, stride, pad)
+            want = reference(keep, kernel, stride, pad)
+            out = _array(label, "avg_pool2d_array", got, want.shape, dtype,
+                         lambda s: "the output has the wrong shape: OH = (H + 2p - KH) // s + 1")
+            if close(out, want, dtype):
+                continue
+            if pad != (0, 0) and close(out, _avg_excluding_padding(keep, kernel, stride, pad), dtype):
+                raise GradingFailure(f"{label}: PyTorch's avg_pool2d counts the padding zeros in the divisor "
+                                     "(count_include_pad=True): divide every window by KH*KW")
+            if close(out, want * kernel[0] * kernel[1], dtype):
+                raise GradingFailure(f"{label}: you summed the window; divide by its size KH*KW for the mean")
+            if kernel[0] != kernel[1]:
+                for count in (kernel[0] ** 2, kernel[1] ** 2):
+                    if close(out, want * kernel[0] * kernel[1] / count, dtype):
+                        raise GradingFailure(f"{label}: divide by KH*KW: the kernel may be non-square")
+            raise GradingFailure(f"{label}: wrong values; each output is the mean of its KH x KW window of the "
+                                 "zero-padded input")
+        # an integer image: the mean is a float (float64), as NumPy's mean
+        x = rng.integers(0, 5, size=(2, 2, 5, 6))
+        label = "an integer image, 2x2 windows"
+        got = run(f"{label}: avg_pool2d_array", f, x.copy(), (2, 2), (2, 2), (0, 0))
+        want = reference(x, (2, 2), (2, 2), (0, 0))
+        if not isinstance(got, np.ndarray) or got.dtype != np.float64 or not close(got, want):
+            raise GradingFailure(f"{label}: the mean of integers is a float: return float64 for an integer input")
+        _inside_the_pool_engine("avg_pool2d_array", f, rng)
+    _speed("avg_pool2d_array", f, np.zeros(SPEED_SHAPE, np.float32), (3, 3), (1, 1), (1, 1))
+
+
+@graded("a03-global-avg-pool", "solutions.ops.pool:global_avg_pool2d", points=1, title="global_avg_pool2d")
+def check_global_avg_pool(global_avg_pool2d, rng):
+    from solutions import Tensor, grad
+    f = prepare(global_avg_pool2d, "a03-global-avg-pool", "function")
+    for shape, dtype, label in [((2, 3, 4, 5), np.float64, "a (2, 3, 4, 5) batch, float64"),
+                                ((1, 1, 3, 3), np.float64, "one image with one channel"),
+                                ((3, 2, 5, 2), np.float32, "a (3, 2, 5, 2) batch, float32")]:
+        x = rng.standard_normal(shape).astype(dtype)
+        xt = Tensor(x.copy(), requires_grad=True)
+        out = run(f"{label}: global_avg_pool2d", f, xt)
+        if not isinstance(out, Tensor):
+            raise GradingFailure(f"{label}: global_avg_pool2d returned {type(out).__name__}; return a Tensor built "
+                                 "with Tensor operations (x.mean(...))")
+        want = x.astype(np.float64).mean(axis=(2, 3))
+        if out.shape != want.shape:
+            raise GradingFailure(f"{label}: the result must be (N, C): average over the two spatial axes (2, 3)")
+        if not close(out.data, want, dtype):
+            if close(out.data, want * shape[2] * shape[3], dtype):
+                raise GradingFailure(f"{label}: you summed the feature maps; the global average divides by H*W")
+            raise GradingFailure(f"{label}: wrong values; each output is the mean of one whole H x W feature map")
+        if out.dtype != dtype:
+            raise GradingFailure(f"{label}: keep the input's dtype")
+        if not out.requires_grad:
+            raise GradingFailure(f"{label}: the result is not part of the graph: build it with Tensor operations "
+                                 "on x, not on x.data")
+        g = rng.standard_normal(want.shape).astype(dtype)
+        (dx,) = run(f"{label}: the gradient through global_avg_pool2d", lambda: grad(out, [xt], Tensor(g)))
+        if not close(dx.data, np.broadcast_to(g[:, :, None, None] / (shape[2] * shape[3]), shape), dtype):
+            raise GradingFailure(f"{label}: the gradient through your global_avg_pool2d is wrong")
+    bad = run("a 3-D input: global_avg_pool2d", _raises, f, Tensor(np.zeros((2, 3, 4))))
+    if not bad:
+        raise GradingFailure("a 3-D input (N, C, L) must be refused with a ValueError naming the expected "
+                             "(N, C, H, W) shape, not averaged over the wrong axes")
+
+
+def _raises(f, *args) -> bool:
+    try:
+        f(*args)
+    except ValueError:
+        return True
+    return False

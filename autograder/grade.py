@@ -1,0 +1,535 @@
+"""``autograder grade``: autograde every submission of an assignment, in parallel and resumably.
+
+How it works, and why:
+
+* **Isolation.** Each student is graded by nbgrader's own autograde in a separate worker process
+  (:mod:`autograder.worker`) that sees only a scratch course: a copy of the assignment's source
+  folder, a copy of the student's submission and a private SQLite gradebook holding just this
+  assignment (copied from the real gradebook). Untrusted code therefore never runs beside the
+  real gradebook or another student's files, and no two processes write one SQLite file, so
+  "database is locked" cannot happen whatever ``--jobs`` is.
+* **One writer.** This process is the only one that writes the real gradebook (any SQLAlchemy
+  URL). For a worker that succeeded it runs nbgrader's SaveAutoGrades and AssignLatePenalties
+  preprocessors on the autograded notebook against the real gradebook (no re-execution; the
+  student's extension and earlier manual grades are honoured as nbgrader would), then moves the
+  autograded folder into place, then writes a "graded" marker.
+* **Done** means: the marker exists and matches a fingerprint of the submitted files, the
+  autograded notebooks exist, and the gradebook holds the submission with the submitted
+  timestamp. The marker is written last and removed before a regrade starts, so a crash at any
+  point (kill -9, power cut) leaves the student "not done" and a rerun grades them again,
+  overwriting the same rows (nbgrader's update_or_create): nothing lost, nothing duplicated.
+  Ctrl-C is gentler: it stops the run between two students, never inside a gradebook write.
+  A re-collected (changed) submission no longer matches its marker and is graded again.
+* **Limits.** Per cell: nbgrader's ``Execute.timeout`` (interrupt, score the cell 0, go on). Per
+  notebook: a wall clock here; on expiry the worker and every process it started are killed
+  (the kernel runs in a session of its own, so killing the worker's process group alone would
+  leave it running). Memory: RLIMIT_AS set in the worker before the kernel starts. A student
+  whose grading fails (timeout, crashed kernel, ...) is recorded as failed with the reason; the
+  others are unaffected, and a rerun retries the failed ones.
+* **Workers** are forked from a forkserver that imported nbgrader once (seconds of CPU saved per
+  student), each in a session of its own, and die with the grader (PR_SET_PDEATHSIG). Their
+  kernels talk to them over Unix sockets, not TCP: kernels started together by parallel workers
+  raced for TCP ports.
+
+Not a sandbox: student code runs with the grader's user id and can reach any file that user can
+by absolute path. Run grading as an unprivileged user (or in a container) for real isolation.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import multiprocessing
+import multiprocessing.forkserver
+import os
+import shutil
+import signal
+import sys
+import tempfile
+import threading
+import time
+import warnings
+from collections import deque
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+import nbformat
+import psutil
+from nbgrader.api import Gradebook, MissingEntry
+from nbgrader.preprocessors import AssignLatePenalties, SaveAutoGrades
+from sqlalchemy.exc import SAWarning
+from tqdm import tqdm
+
+from . import worker
+from .course import Course, CourseError
+
+RUN_PREFIX = "autograder-grade-"
+
+
+@dataclass(frozen=True)
+class Limits:
+    cell_timeout: int | None = None   # seconds per cell; None: the course's Execute.timeout
+    notebook_timeout: float = 600.0   # wall seconds per notebook of the submission
+    memory_mb: int | None = 4096      # address space per process (worker, and kernel), None: no cap
+
+
+@dataclass
+class Outcome:
+    student: str
+    status: str                       # "graded", "already graded" or "failed"
+    detail: str = ""
+    score: float | None = None
+    max_score: float | None = None
+    seconds: float | None = None      # wall time of this student's grading
+    log: str = field(default="", repr=False)
+
+
+# -- what "done" means ---------------------------------------------------------------------------
+
+def fingerprint(folder: Path) -> str:
+    """A hash of every file of a submission folder (names and bytes)."""
+    digest = hashlib.sha256()
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        digest.update(str(path.relative_to(folder)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def _naive_utc(stamp: datetime | None) -> datetime | None:
+    if stamp is not None and stamp.tzinfo is not None:
+        stamp = stamp.astimezone(timezone.utc).replace(tzinfo=None)
+    return stamp
+
+
+class Ledger:
+    """The grader's own records in ``<course>/.autograder/``: graded markers and failures."""
+
+    def __init__(self, course: Course, assignment: str):
+        self.course, self.assignment = course, assignment
+        self.graded_dir = course.state_dir / "graded" / assignment
+        self.failed_dir = course.state_dir / "failed" / assignment
+
+    @staticmethod
+    def _write(path: Path, data: dict) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(data, indent=1))
+        os.replace(tmp, path)  # atomic: a marker is either absent or complete
+
+    def marker(self, student: str) -> dict | None:
+        path = self.graded_dir / f"{student}.json"
+        return json.loads(path.read_text()) if path.exists() else None
+
+    def mark_graded(self, student: str, fp: str) -> None:
+        self._write(self.graded_dir / f"{student}.json", {"fingerprint": fp, "at": _now()})
+        (self.failed_dir / f"{student}.json").unlink(missing_ok=True)
+
+    def unmark(self, student: str) -> None:
+        (self.graded_dir / f"{student}.json").unlink(missing_ok=True)
+
+    def mark_failed(self, student: str, reason: str, log: str) -> None:
+        self._write(self.failed_dir / f"{student}.json", {"reason": reason, "at": _now(), "log": log})
+
+    def failures(self) -> dict[str, dict]:
+        return {p.stem: json.loads(p.read_text()) for p in sorted(self.failed_dir.glob("*.json"))}
+
+    def is_done(self, gb: Gradebook, student: str) -> bool:
+        submitted = self.course.submitted_dir(student, self.assignment)
+        marker = self.marker(student)
+        if marker is None or marker["fingerprint"] != fingerprint(submitted):
+            return False
+        autograded = self.course.autograded_dir(student, self.assignment)
+        for notebook in submitted.glob("*.ipynb"):
+            if notebook.stem in self.course.notebooks(self.assignment) \
+                    and not (autograded / notebook.name).exists():
+                return False
+        try:
+            submission = gb.find_submission(self.assignment, student)
+        except MissingEntry:
+            return False
+        stamp = self.course.coursedir().get_existing_timestamp(str(submitted))
+        return stamp is None or _naive_utc(submission.timestamp) == _naive_utc(stamp)
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+# -- the scratch course a worker sees ------------------------------------------------------------
+
+def _copy_assignment(master: Gradebook, scratch: Gradebook, assignment: str) -> None:
+    """Copy an assignment's definition (cells, points, locked sources) between gradebooks."""
+    a = master.find_assignment(assignment)
+    scratch.update_or_create_assignment(a.name, duedate=a.duedate)
+    for nb in a.notebooks:
+        scratch.update_or_create_notebook(nb.name, a.name, kernelspec=nb.kernelspec)
+        for cell in nb.grade_cells:
+            scratch.update_or_create_grade_cell(cell.name, nb.name, a.name,
+                                                max_score=cell.max_score, cell_type=cell.cell_type)
+        for cell in nb.task_cells:
+            scratch.update_or_create_task_cell(cell.name, nb.name, a.name,
+                                               max_score=cell.max_score, cell_type=cell.cell_type)
+        for cell in nb.solution_cells:
+            scratch.update_or_create_solution_cell(cell.name, nb.name, a.name)
+        for cell in nb.source_cells:
+            scratch.update_or_create_source_cell(cell.name, nb.name, a.name, cell_type=cell.cell_type,
+                                                 locked=cell.locked, source=cell.source,
+                                                 checksum=cell.checksum)
+
+
+class Run:
+    """A scratch area in the system temp dir for one grading run; removed when the run ends.
+
+    It lives outside the course on purpose: a student's code that deletes the files around its
+    working folder reaches scratch copies (at worst, of the students being graded at the same
+    time, who then fail and are retried by the next run), never the course or the gradebook.
+    """
+
+    def __init__(self, course: Course, assignment: str):
+        self.course, self.assignment = course, assignment
+        _remove_stale_runs()
+        self.dir = Path(tempfile.mkdtemp(prefix=RUN_PREFIX))
+        (self.dir / "owner.pid").write_text(str(os.getpid()))
+        self.template_db = self.dir / "template.db"
+        try:
+            with course.gradebook() as master, \
+                    Gradebook(f"sqlite:///{self.template_db}", course.course_id) as scratch:
+                _copy_assignment(master, scratch, assignment)
+        except MissingEntry:
+            self.close()
+            raise CourseError(f"assignment '{assignment}' is not in the gradebook {course.db_url}: "
+                              f"run `autograder release {assignment}` first") from None
+
+    def scratch_course(self, student: str) -> Course:
+        root = Path(tempfile.mkdtemp(prefix=f"{student}-", dir=self.dir))
+        shutil.copy(self.course.root / "nbgrader_config.py", root)
+        shutil.copy(self.template_db, root / "gradebook.db")
+        scratch = Course(root, f"sqlite:///{root / 'gradebook.db'}")
+        ignore = shutil.ignore_patterns(*self.course.coursedir().ignore)
+        # nbgrader puts the source folder's files next to the notebook it runs. Under them go the
+        # release folder's extra files, such as the course kit that `release` generates: the
+        # students' code runs against what they were given.
+        released = self.course.release_dir(self.assignment)
+        if released.is_dir():
+            shutil.copytree(released, scratch.source_dir(self.assignment),
+                            ignore=shutil.ignore_patterns(*self.course.coursedir().ignore, "*.ipynb"))
+        shutil.copytree(self.course.source_dir(self.assignment), scratch.source_dir(self.assignment),
+                        ignore=ignore, dirs_exist_ok=True)
+        shutil.copytree(self.course.submitted_dir(student, self.assignment),
+                        scratch.submitted_dir(student, self.assignment), ignore=ignore)
+        return scratch
+
+    def close(self) -> None:
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def _remove_stale_runs() -> None:
+    """Scratch areas of runs that were killed (kill -9 skips cleanup) and whose owner is gone."""
+    for run in Path(tempfile.gettempdir()).glob(f"{RUN_PREFIX}*"):
+        with contextlib.suppress(OSError, ValueError):
+            if not psutil.pid_exists(int((run / "owner.pid").read_text())):
+                shutil.rmtree(run, ignore_errors=True)
+
+
+# -- workers -------------------------------------------------------------------------------------
+
+@dataclass
+class Job:
+    student: str
+    scratch: Course
+    fingerprint: str
+    started: float = 0.0
+    deadline: float = float("inf")
+    process: multiprocessing.process.BaseProcess | None = None
+
+    @property
+    def result_path(self) -> Path:
+        return self.scratch.root / "result.json"
+
+    @property
+    def log_path(self) -> Path:
+        return self.scratch.root / "worker.log"
+
+    def log_tail(self, lines: int = 40) -> str:
+        with contextlib.suppress(OSError):
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        return ""
+
+
+def _workers() -> multiprocessing.context.BaseContext:
+    """Workers are forked from a forkserver that has imported nbgrader once.
+
+    Importing nbgrader costs seconds of CPU (jsonschema's format checkers alone build a grammar
+    at import); a fork costs milliseconds. The forkserver is a clean single-threaded process, so
+    forking it is safe where forking this one (tqdm's monitor thread, open databases) would not be.
+    """
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(["autograder.worker"])
+    return context
+
+
+def _start(workers: multiprocessing.context.BaseContext, job: Job, assignment: str, limits: Limits) -> None:
+    spec = job.scratch.root / "spec.json"
+    sockets = tempfile.mkdtemp(prefix="ipc-", dir=job.scratch.root.parent)  # a short path, see worker
+    spec.write_text(json.dumps({
+        "root": str(job.scratch.root), "db_url": job.scratch.db_url, "assignment": assignment,
+        "student": job.student, "result": str(job.result_path), "log": str(job.log_path), "sockets": sockets,
+        "cell_timeout": limits.cell_timeout, "memory_mb": limits.memory_mb, "env": dict(os.environ),
+    }))
+    job.process = workers.Process(target=worker.run, args=(str(spec),), daemon=True,
+                                  name=f"autograde {assignment}/{job.student}")
+    job.process.start()
+
+
+def kill_tree(process: multiprocessing.process.BaseProcess) -> None:
+    """SIGKILL a worker and everything it started, its Jupyter kernel included.
+
+    Jupyter starts the kernel in a session of its own, so the worker's process group does not
+    contain it: walk the process tree instead. Everything found is stopped before anything is
+    killed, so that nothing can fork, or be re-parented away, between the listing and the kill.
+    """
+    with contextlib.suppress(psutil.NoSuchProcess):
+        root = psutil.Process(process.pid)
+        found: dict[int, psutil.Process] = {}
+        while True:
+            tree = [root, *root.children(recursive=True)]
+            new = [p for p in tree if p.pid not in found]
+            if not new:
+                break
+            for p in new:
+                found[p.pid] = p
+                with contextlib.suppress(psutil.Error):
+                    p.suspend()
+        groups = set()
+        for p in found.values():
+            with contextlib.suppress(OSError):
+                groups.add(os.getpgid(p.pid))
+        groups.discard(os.getpgrp())
+        for group in groups:  # also catches a kernel's children that were already orphaned
+            with contextlib.suppress(OSError):
+                os.killpg(group, signal.SIGKILL)
+        for p in found.values():
+            with contextlib.suppress(psutil.Error):
+                p.kill()
+    process.join()
+
+
+def _failure_reason(result: dict | None, returncode: int, log: str) -> str:
+    ended = f"was killed by signal {-returncode}" if returncode < 0 else f"exited with code {returncode}"
+    text = (result or {}).get("log", "") + (result or {}).get("error", "") + log
+    if "DeadKernelError" in text or "Kernel died" in text:
+        return "the kernel died (the notebook crashed Python, e.g. os._exit or a segfault)"
+    if "Timeout waiting for execute reply" in text:
+        return "a cell ran over the cell timeout and the kernel could not be interrupted"
+    if "UnresponsiveKernelError" in text:
+        return "the kernel stopped responding and could not be interrupted"
+    if "MemoryError" in text and result is None:
+        return "the grading worker ran out of memory (raise --memory-mb?)"
+    if result is None and not log:
+        return f"the grading worker {ended} and its scratch folder is gone (did the notebook delete files?)"
+    if result is None:
+        return f"the grading worker {ended} without a result"
+    errors = [line for line in result.get("log", "").splitlines()
+              if line.startswith("[ERROR]") and "see the" not in line and "error processing" not in line]
+    return "nbgrader autograde failed: " + (errors[0][len("[ERROR] "):] if errors else "see the log")
+
+
+# -- recording a result in the real gradebook (this process only) --------------------------------
+
+def _install(src: Path, dest: Path, keep: set[Path]) -> None:
+    """Replace ``dest`` by the files ``keep`` (relative paths) of ``src``, all or nothing.
+
+    Only the notebooks and the files nbgrader put there are kept: anything else the student's
+    code wrote into its working folder (a huge file, a symlink to a secret) stays behind.
+    """
+    staging = dest.with_name(f".{dest.name}.incoming")
+    old = dest.with_name(f".{dest.name}.old")
+    for leftover in (staging, old):
+        shutil.rmtree(leftover, ignore_errors=True)
+    staging.mkdir(parents=True)
+    for rel in sorted(keep):
+        if (src / rel).is_file() and not (src / rel).is_symlink():
+            (staging / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src / rel, staging / rel, follow_symlinks=False)
+    if dest.exists():
+        dest.rename(old)
+    staging.rename(dest)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def _files(folder: Path) -> set[Path]:
+    return {p.relative_to(folder) for p in folder.rglob("*") if p.is_file() and not p.is_symlink()}
+
+
+class _StopRequest:
+    """Ctrl-C while grading is a request to stop at the next safe point.
+
+    A KeyboardInterrupt raised anywhere could land inside a gradebook session and leave a SQLite
+    connection holding its lock (seen in testing: the next run then fails with "database is
+    locked"). Instead, SIGINT only sets a flag, and :meth:`checkpoint` raises between students,
+    where no database session is open.
+    """
+
+    def __init__(self) -> None:
+        self.requested = False
+        self._previous = None
+
+    def __enter__(self) -> _StopRequest:
+        if threading.current_thread() is threading.main_thread():  # signals are main-thread only
+            self._previous = signal.signal(signal.SIGINT, self._request)
+        return self
+
+    def _request(self, signum, frame) -> None:
+        self.requested = True
+
+    def checkpoint(self) -> None:
+        if self.requested:
+            raise KeyboardInterrupt
+
+    def __exit__(self, *exc) -> None:
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)
+
+
+def _record(course: Course, assignment: str, job: Job, ledger: Ledger) -> Outcome:
+    student = job.student
+    submitted = course.submitted_dir(student, assignment)
+    autograded = job.scratch.autograded_dir(student, assignment)
+    stamp = course.coursedir().get_existing_timestamp(str(submitted))
+    config = course.config()
+    with warnings.catch_warnings():
+        # nbgrader 0.9.6 on SQLAlchemy 2 warns "Object ... not in session" on every new
+        # submission; the rows are written correctly (checked by the tests).
+        warnings.simplefilter("ignore", SAWarning)
+        with course.gradebook() as gb:
+            gb.update_or_create_student(student)
+            gb.update_or_create_submission(assignment, student, **({"timestamp": stamp} if stamp else {}))
+            # A notebook the student did not hand in scores 0, as nbgrader's autograde does.
+            handed_in = {p.stem for p in autograded.glob("*.ipynb")}
+            for notebook in gb.find_assignment(assignment).notebooks:
+                if notebook.name not in handed_in:
+                    for grade in gb.find_submission_notebook(notebook.name, assignment, student).grades:
+                        grade.auto_score, grade.needs_manual_grade = 0, False
+            gb.db.commit()
+        for path in sorted(autograded.glob("*.ipynb")):
+            nb = nbformat.read(path, as_version=nbformat.NO_CONVERT)
+            resources = {"nbgrader": {"notebook": path.stem, "assignment": assignment,
+                                      "student": student, "db_url": course.db_url}}
+            for preprocessor in (SaveAutoGrades(config=config), AssignLatePenalties(config=config)):
+                nb, resources = preprocessor.preprocess(nb, resources)
+        keep = _files(course.source_dir(assignment)) | _files(submitted) | {Path("timestamp.txt")}
+        _install(autograded, course.autograded_dir(student, assignment), keep)
+        ledger.mark_graded(student, job.fingerprint)
+    return _graded_outcome(course, assignment, student, "graded")
+
+
+def _graded_outcome(course: Course, assignment: str, student: str, status: str) -> Outcome:
+    with course.gradebook() as gb:
+        submission = gb.find_submission(assignment, student)
+        detail = "written answers to grade by hand" if submission.needs_manual_grade else ""
+        return Outcome(student, status, detail, submission.score, submission.max_score)
+
+
+# -- the command ---------------------------------------------------------------------------------
+
+@contextlib.contextmanager
+def _exclusive(course: Course, assignment: str):
+    course.state_dir.mkdir(exist_ok=True)
+    with open(course.state_dir / f"grade-{assignment}.lock", "w") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise CourseError(f"another `autograder grade {assignment}` is running on {course.root}") from None
+        yield  # the kernel drops the lock when this process ends, however it ends
+
+
+def select_students(course: Course, assignment: str, students: list[str] | None) -> list[str]:
+    submitted = course.submitted_students(assignment)
+    if students is None:
+        return submitted
+    unknown = sorted(set(students) - set(submitted))
+    if unknown:
+        raise CourseError(f"no submission of {assignment} from: {', '.join(unknown)} "
+                          f"(in {course.submitted_dir('*', assignment).parent.parent})")
+    return [s for s in submitted if s in students]
+
+
+def grade(course: Course, assignment: str, students: list[str] | None = None, *, jobs: int = 1,
+          limits: Limits = Limits(), force: bool = False, progress: bool = True) -> list[Outcome]:
+    """Autograde the submissions of ``assignment``; returns one Outcome per selected student."""
+    course.require_assignment(assignment)
+    students = select_students(course, assignment, students)
+    ledger = Ledger(course, assignment)
+    outcomes: dict[str, Outcome] = {}
+    with _exclusive(course, assignment), _StopRequest() as stop:
+        with course.gradebook() as gb:
+            done = [s for s in students if not force and ledger.is_done(gb, s)]
+        for student in done:
+            outcomes[student] = _graded_outcome(course, assignment, student, "already graded")
+        todo = deque(s for s in students if s not in outcomes)
+        if todo:
+            _grade_all(course, assignment, todo, jobs, limits, ledger, outcomes, progress, stop)
+    return [outcomes[s] for s in students if s in outcomes]
+
+
+def _grade_all(course, assignment, todo, jobs, limits, ledger, outcomes, progress, stop) -> None:
+    workers = _workers()
+    multiprocessing.forkserver.ensure_running()  # its imports overlap with the preparation below
+    run = Run(course, assignment)
+    wall = limits.notebook_timeout * max(1, len(course.notebooks(assignment)))
+    running: list[Job] = []
+
+    def launch(student: str) -> None:
+        ledger.unmark(student)  # from here until recorded, this student is not done
+        job = Job(student, run.scratch_course(student), fingerprint(course.submitted_dir(student, assignment)))
+        _start(workers, job, assignment, limits)
+        job.started = time.monotonic()  # after start(): the forkserver's own start-up is not counted
+        job.deadline = job.started + wall
+        running.append(job)
+
+    def finish(job: Job, outcome: Outcome, bar: tqdm) -> None:
+        outcome.seconds = time.monotonic() - job.started
+        if outcome.status == "failed":
+            ledger.mark_failed(job.student, outcome.detail, outcome.log)
+        outcomes[job.student] = outcome
+        running.remove(job)
+        shutil.rmtree(job.scratch.root, ignore_errors=True)
+        bar.set_postfix_str(f"{job.student}: {outcome.status}")
+        bar.update(1)
+
+    try:
+        with tqdm(total=len(todo), desc=f"grading {assignment}", unit="student",
+                  disable=not progress, file=sys.stderr) as bar:
+            while todo or running:
+                stop.checkpoint()
+                while todo and len(running) < jobs:
+                    launch(todo.popleft())
+                time.sleep(0.05)
+                for job in list(running):
+                    if job.process.exitcode is not None:
+                        finish(job, _outcome(course, assignment, job, ledger), bar)
+                    elif time.monotonic() > job.deadline:
+                        finish(job, _timed_out(job, wall), bar)
+    finally:
+        for job in running:  # only on Ctrl-C or an error: stop what is still running
+            kill_tree(job.process)
+        run.close()
+
+
+def _timed_out(job: Job, wall: float) -> Outcome:
+    kill_tree(job.process)
+    gone = "" if job.log_path.exists() else " (its scratch folder is gone: did the notebook delete files?)"
+    return Outcome(job.student, "failed", f"timeout: grading ran over {wall:.0f} s and was killed{gone}",
+                   log=job.log_tail())
+
+
+def _outcome(course: Course, assignment: str, job: Job, ledger: Ledger) -> Outcome:
+    """A finished worker: record its grades, or say why there are none."""
+    result = json.loads(job.result_path.read_text()) if job.result_path.exists() else None
+    if result is None or not result["success"]:
+        log = job.log_tail()
+        detail = _failure_reason(result, job.process.exitcode, log)
+        return Outcome(job.student, "failed", detail, log=(result or {}).get("log", "")[-4000:] + log)
+    return _record(course, assignment, job, ledger)

@@ -1,0 +1,81 @@
+"""Mutant catalogues: classic student bugs that ``autograder check`` plants to test the tests.
+
+One module per assignment, named after the assignment's folder, ``autograder/mutants/<assignment>.py``
+(e.g. ``a02_broadcasting.py``), holding a list ``MUTANTS``::
+
+    from autograder.mutants import Mutant
+
+    MUTANTS = [
+        Mutant(
+            id="forgot-unbroadcast",                 # unique in the file; letters, digits, . _ -
+            exercise="a02-mul-backward",             # grade_id of the exercise's solution cell
+            find="unbroadcast(grad * y, x.shape)",   # text inside that cell's solution region ...
+            replace="grad * y",                      # ... and what the buggy student wrote instead
+            why="the gradient keeps the broadcast shape instead of the input's shape",
+        ),
+    ]
+
+Rules, checked by ``autograder check`` (which stops with an error naming the mutant otherwise):
+
+* ``exercise`` is the exercise id: the grade_id of its solution cell; its test cells are
+  ``<exercise>-visible`` and ``<exercise>-hidden`` (``-hidden-2``, ...), see
+  :mod:`autograder`.
+* ``find`` occurs exactly once inside the ``### BEGIN SOLUTION`` / ``### END SOLUTION`` region(s)
+  of that cell (it may span several lines; indentation counts). ``replace`` must differ from it.
+* A good mutant is caught: it loses points on at least one test cell of its own exercise and on
+  no other grade cell. A mutant that also costs points elsewhere means the tests of two
+  exercises are coupled (shared state between cells, a later exercise calling an earlier one):
+  ``check`` reports it as a failure.
+
+Where catalogues are found: ``$AUTOGRADER_MUTANTS`` (``os.pathsep``-separated folders, first
+match wins; the autograder's own tests use it for the toy course), then this package.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from autograder.course import SAFE_ID, CourseError
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+
+
+@dataclass(frozen=True)
+class Mutant:
+    id: str
+    exercise: str
+    find: str
+    replace: str
+    why: str = ""
+
+
+def catalogue_path(assignment: str) -> Path | None:
+    folders = [Path(p) for p in os.environ.get("AUTOGRADER_MUTANTS", "").split(os.pathsep) if p]
+    for folder in [*folders, PACKAGE_DIR]:
+        if (folder / f"{assignment}.py").is_file():
+            return folder / f"{assignment}.py"
+    return None
+
+
+def load_mutants(assignment: str) -> list[Mutant]:
+    """The assignment's catalogue, validated; an empty list if it has none yet."""
+    path = catalogue_path(assignment)
+    if path is None:
+        return []
+    spec = importlib.util.spec_from_file_location(f"autograder_mutants_{assignment}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    mutants = getattr(module, "MUTANTS", None)
+    if not isinstance(mutants, list) or not all(isinstance(m, Mutant) for m in mutants):
+        raise CourseError(f"{path}: MUTANTS must be a list of autograder.mutants.Mutant")
+    seen = set()
+    for m in mutants:
+        if not SAFE_ID.match(m.id) or m.id in seen:
+            raise CourseError(f"{path}: mutant id {m.id!r} is repeated or not of the form [A-Za-z0-9._-]")
+        if not m.find or m.find == m.replace:
+            raise CourseError(f"{path}: mutant '{m.id}': find must be non-empty and differ from replace")
+        seen.add(m.id)
+    return mutants

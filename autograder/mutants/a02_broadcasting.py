@@ -1,0 +1,200 @@
+"""Classic student bugs in a02_broadcasting (tensor gradients), one solution region each.
+
+`autograder check a02_broadcasting` plants each one in the source notebook and expects it to lose
+points on its own exercise only; `tests/test_exercises.py` plants each one in the solutions/
+source and expects the hidden check to fail with a message containing `EXPECTED[mutant id]`.
+"""
+from autograder.mutants import Mutant
+
+_UNBROADCAST_SUM = "summed = grad.sum(axis=tuple(range(lead)) + stretched, keepdims=True)"
+
+MUTANTS = [
+    Mutant(
+        id="unbroadcast-axis0-only",
+        exercise="a02-unbroadcast",
+        find="return summed.reshape(shape) if lead else summed",
+        replace="return grad.sum(axis=0)",
+        why="seed article 000's fix: sums axis 0 whatever the shapes",
+    ),
+    Mutant(
+        id="unbroadcast-leading-axes-only",
+        exercise="a02-unbroadcast",
+        find=_UNBROADCAST_SUM,
+        replace="summed = grad.sum(axis=tuple(range(lead)), keepdims=True)",
+        why="sums the new leading axes but forgets the stretched size-1 axes",
+    ),
+    Mutant(
+        id="unbroadcast-no-keepdims",
+        exercise="a02-unbroadcast",
+        find=_UNBROADCAST_SUM,
+        replace="summed = grad.sum(axis=tuple(range(lead)) + stretched)",
+        why="the size-1 axes are summed away instead of kept: (4, 3) -> (4,) for shape (4, 1)",
+    ),
+    Mutant(
+        id="add-forgets-unbroadcast",
+        exercise="a02-add",
+        find="gy = unbroadcast(grad, y.shape)",
+        replace="gy = grad",
+        why="a broadcast input's gradient keeps the output's shape",
+    ),
+    Mutant(
+        id="mul-forgets-unbroadcast",
+        exercise="a02-mul",
+        find="gy = unbroadcast(grad * x, y.shape)",
+        replace="gy = grad * x",
+        why="a broadcast input's gradient keeps the output's shape",
+    ),
+    Mutant(
+        id="mul-swapped",
+        exercise="a02-mul",
+        find="gx = unbroadcast(grad * y, x.shape)",
+        replace="gx = unbroadcast(grad * x, x.shape)",
+        why="x's gradient multiplied by x itself instead of by the other input",
+    ),
+    Mutant(
+        id="div-missing-minus",
+        exercise="a02-div",
+        find="-grad * x / (y * y)",
+        replace="grad * x / (y * y)",
+        why="d(x/y)/dy = -x/y^2 without its minus sign",
+    ),
+    Mutant(
+        id="div-wrong-power",
+        exercise="a02-div",
+        find="-grad * x / (y * y)",
+        replace="-grad * x / y",
+        why="d(x/y)/dy with y instead of y^2",
+    ),
+    Mutant(
+        id="pow-off-by-one",
+        exercise="a02-pow-scalar",
+        find="return grad * p * x ** (p - 1)",
+        replace="return grad * p * x ** p",
+        why="the power rule without lowering the exponent",
+    ),
+    Mutant(
+        id="exp-uses-input",
+        exercise="a02-exp",
+        find="return grad * self.output",
+        replace="return grad * self.inputs[0]",
+        why="exp'(x) = exp(x), not x",
+    ),
+    Mutant(
+        id="log-multiplies",
+        exercise="a02-log",
+        find="return grad / x",
+        replace="return grad * x",
+        why="log'(x) = 1/x, not x",
+    ),
+    Mutant(
+        id="tanh-squares-input",
+        exercise="a02-tanh",
+        find="return grad * (1.0 - t * t)",
+        replace="return grad * (1.0 - self.inputs[0] * self.inputs[0])",
+        why="tanh' written as 1 - x^2 instead of 1 - tanh(x)^2",
+    ),
+    Mutant(
+        id="sigmoid-missing-factor",
+        exercise="a02-sigmoid",
+        find="return grad * s * (1.0 - s)",
+        replace="return grad * s",
+        why="sigma' = sigma (1 - sigma) without the (1 - sigma)",
+    ),
+    Mutant(
+        id="sum-no-broadcast",
+        exercise="a02-sum",
+        find="return broadcast_to(grad.reshape(kept_shape(x.shape, self.axes)), x.shape)",
+        replace="return grad.reshape(kept_shape(x.shape, self.axes))",
+        why="the reduced axes are restored but the gradient is not copied along them",
+    ),
+    Mutant(
+        id="sum-no-reshape",
+        exercise="a02-sum",
+        find="return broadcast_to(grad.reshape(kept_shape(x.shape, self.axes)), x.shape)",
+        replace="return broadcast_to(grad, x.shape)",
+        why="broadcasting without putting the reduced axes back: works for axis 0 only",
+    ),
+    Mutant(
+        id="broadcast-to-no-sum",
+        exercise="a02-broadcast-to",
+        find="return unbroadcast(grad, x.shape)",
+        replace="return grad",
+        why="the copies' gradients are not summed back",
+    ),
+    Mutant(
+        id="transpose-same-axes",
+        exercise="a02-transpose",
+        find="return grad.transpose(tuple(np.argsort(self.axes)))",
+        replace="return grad.transpose(self.axes)",
+        why="the permutation applied again instead of inverted",
+    ),
+    Mutant(
+        id="getitem-assigns",
+        exercise="a02-getitem",
+        find="return scatter_add(grad, self.index, x.shape)",
+        replace="out = np.zeros(x.shape, dtype=grad.dtype); out[self.index] = grad.data; return Tensor(out)",
+        why="assignment instead of np.add.at: an element selected twice gets one copy's gradient",
+    ),
+    Mutant(
+        id="matmul-no-transpose",
+        exercise="a02-matmul",
+        find="ga = unbroadcast(g @ swapaxes(b2, -1, -2), a2.shape).reshape(a.shape)",
+        replace="ga = unbroadcast(g @ b2, a2.shape).reshape(a.shape)",
+        why="dL/dA = G B instead of G B^T",
+    ),
+    Mutant(
+        id="matmul-batch-no-unbroadcast",
+        exercise="a02-matmul",
+        find="gb = unbroadcast(swapaxes(a2, -1, -2) @ g, b2.shape).reshape(b.shape)",
+        replace="gb = (swapaxes(a2, -1, -2) @ g).reshape(b.shape)",
+        why="a matrix broadcast over a batch does not get its gradient summed over the batch",
+    ),
+    Mutant(
+        id="softmax-no-max",
+        exercise="a02-softmax",
+        find="e = np.exp(x - np.max(x, axis=self.axis, keepdims=True))",
+        replace="e = np.exp(x)",
+        why="the literal formula overflows for large logits",
+    ),
+    Mutant(
+        id="softmax-backward-diagonal",
+        exercise="a02-softmax",
+        find="return s * (grad - (grad * s).sum(axis=self.axis, keepdims=True))",
+        replace="return s * grad",
+        why="only the diagonal of the softmax Jacobian",
+    ),
+    Mutant(
+        id="log-softmax-sign",
+        exercise="a02-log-softmax",
+        find="return grad - self.output.exp() * grad.sum(axis=self.axis, keepdims=True)",
+        replace="return grad + self.output.exp() * grad.sum(axis=self.axis, keepdims=True)",
+        why="g + softmax * sum(g): the wrong sign",
+    ),
+]
+
+# The kind of mistake each mutant's hidden-test message must name (checked by tests/test_exercises.py).
+EXPECTED = {
+    "unbroadcast-axis0-only": "only axis 0",
+    "unbroadcast-leading-axes-only": "stretched size-1 axes were not summed",
+    "unbroadcast-no-keepdims": "size-1 axes of `shape` were dropped",
+    "add-forgets-unbroadcast": "unbroadcast",
+    "mul-forgets-unbroadcast": "unbroadcast",
+    "mul-swapped": "*other* input",
+    "div-missing-minus": "minus sign",
+    "div-wrong-power": "squared",
+    "pow-off-by-one": "off by one",
+    "exp-uses-input": "self.output",
+    "log-multiplies": "1/x",
+    "tanh-squares-input": "square the output",
+    "sigmoid-missing-factor": "(1 - sigma(x)) is missing",
+    "sum-no-broadcast": "broadcast_to",
+    "sum-no-reshape": "kept_shape",
+    "broadcast-to-no-sum": "unbroadcast",
+    "transpose-same-axes": "inverse permutation",
+    "getitem-assigns": "do not assign",
+    "matmul-no-transpose": "transpose",
+    "matmul-batch-no-unbroadcast": "unbroadcast",
+    "softmax-no-max": "subtract the max",
+    "softmax-backward-diagonal": "coupled",
+    "log-softmax-sign": "sign",
+}

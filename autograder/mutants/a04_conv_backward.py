@@ -1,0 +1,103 @@
+"""Classic student bugs in a04_conv_backward (the derived convolution backward), one solution region each.
+
+`autograder check a04_conv_backward` plants each one in the source notebook and expects it to lose
+points on its own exercise only; `tests/test_exercises.py` plants each one in the solutions/ source
+and expects the hidden check to fail with a message containing `EXPECTED[mutant id]`.
+"""
+from autograder.mutants import Mutant
+
+MUTANTS = [
+    Mutant(
+        id="dilate-s-zeros",
+        exercise="a04-dilate",
+        find="out[..., : (h - 1) * stride[0] + 1 : stride[0], : (w - 1) * stride[1] + 1 : stride[1]] = x",
+        replace=("out[..., : (h - 1) * (stride[0] + 1) + 1 : stride[0] + 1, "
+                 ": (w - 1) * (stride[1] + 1) + 1 : stride[1] + 1] = x"),
+        why="stride dilation off by one: s zeros between samples instead of s - 1",
+    ),
+    Mutant(
+        id="erode-starts-late",
+        exercise="a04-erode",
+        find="x[..., : (size[0] - 1) * stride[0] + 1 : stride[0], : (size[1] - 1) * stride[1] + 1 : stride[1]]",
+        replace="x[..., stride[0] - 1 :: stride[0], stride[1] - 1 :: stride[1]][..., : size[0], : size[1]]",
+        why="keeps samples s-1, 2s-1, ... instead of 0, s, 2s, ...",
+    ),
+    Mutant(
+        id="pad2d-widths-order",
+        exercise="a04-pad2d",
+        find="((t, b), (l, r))",
+        replace="((t, l), (b, r))",
+        why="np.pad's widths given as ((top, left), (bottom, right))",
+    ),
+    Mutant(
+        id="unpad2d-negative-end",
+        exercise="a04-unpad2d",
+        find="return x[..., t : h - b, l : w - r]",
+        replace="return x[..., t : -b, l : -r]",
+        why="x[..., t:-b] is empty when b = 0",
+    ),
+    Mutant(
+        id="rotate180-one-axis",
+        exercise="a04-rotate180",
+        find="axes = (len(w.shape) - 2, len(w.shape) - 1)",
+        replace="axes = (len(w.shape) - 1,)",
+        why="flips the columns only: a mirror image, not a rotation",
+    ),
+    Mutant(
+        id="derived-padding-not-cropped",
+        exercise="a04-conv-backward",
+        find="dx = unpad2d(dxp, pads)",
+        replace="dx = dxp",
+        why="the gradient of the padded input returned as the input's gradient",
+    ),
+    Mutant(
+        id="derived-kernel-not-rotated",
+        exercise="a04-conv-backward",
+        find="w_swapped = rotate180(wd).reshape(",
+        replace="w_swapped = wd.reshape(",
+        why="the full convolution uses the kernel as it is, not rotated by 180 degrees",
+    ),
+    Mutant(
+        id="derived-channels-not-swapped",
+        exercise="a04-conv-backward",
+        find=".transpose((0, 2, 1, 3, 4)).reshape((C, Kg, KHd, KWd))",
+        replace=".reshape((C, Kg, KHd, KWd))",
+        why="the kernel reshaped to (C, K/G, ...) without swapping its in/out channels",
+    ),
+    Mutant(
+        id="derived-dz-minimal-size",
+        exercise="a04-conv-backward",
+        find="g1 = dilate(grad_out, (sh, sw), size=(H1, W1))",
+        replace="g1 = dilate(grad_out, (sh, sw))",
+        why="dz dilated to its minimal size: when the stride does not divide, the last input rows are lost",
+    ),
+    Mutant(
+        id="derived-dw-not-eroded",
+        exercise="a04-conv-backward",
+        find="dw = erode(dwd, dil)",
+        replace="dw = dwd",
+        why="the gradient of the dilated kernel (zeros included) returned as the kernel's gradient",
+    ),
+    Mutant(
+        id="derived-db-keeps-batch",
+        exercise="a04-conv-backward",
+        find="db = grad_out.sum(axis=(0, 2, 3))",
+        replace="db = grad_out.sum(axis=(2, 3))",
+        why="the bias gradient not summed over the batch",
+    ),
+]
+
+# The kind of mistake each mutant's hidden-test message must name (checked by tests/test_exercises.py).
+EXPECTED = {
+    "dilate-s-zeros": "inserts s zeros instead of s-1",
+    "erode-starts-late": "start at the first row",
+    "pad2d-widths-order": "((top, bottom), (left, right))",
+    "unpad2d-negative-end": "H - b",
+    "rotate180-one-axis": "flips both the rows and the columns",
+    "derived-padding-not-cropped": "did you crop the padding",
+    "derived-kernel-not-rotated": "not rotated",
+    "derived-channels-not-swapped": "swap the kernel's in/out channels",
+    "derived-dz-minimal-size": "the last rows of your input gradient",
+    "derived-dw-not-eroded": "erode by the dilation",
+    "derived-db-keeps-batch": "db sums dz over N, OH and OW",
+}

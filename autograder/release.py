@@ -1,0 +1,230 @@
+"""``autograder release``: nbgrader generate_assignment, then a scan that proves nothing leaked.
+
+nbgrader strips solution regions and hidden tests from notebook cells, but not from helper files
+released beside the notebook, not from a markdown cell that quotes a solution, and not from a
+cell an author forgot to mark. The scan reads every released file (notebook cells and outputs,
+text files) and reports, by file and line:
+
+* nbgrader markers: ``BEGIN SOLUTION`` / ``END SOLUTION`` / ``BEGIN HIDDEN TESTS`` / ``END HIDDEN TESTS``;
+* any line that is also a secret line, compared after normalisation (comments and spacing
+  ignored) and only for meaningful lines: at least MIN_TOKENS tokens and MIN_CHARS characters,
+  and not blank, a comment, an import, a ``def`` / ``class`` / decorator line (signatures are
+  given to students on purpose) or a docstring. Secret lines are the lines inside the solution
+  regions of every source notebook of the course (quoting another exercise's answer is caught
+  too), and the reference code students do not get:
+
+  - an assignment whose notebooks import the course kit (``coursekit``, :mod:`autograder.kit`:
+    ``solutions/`` with every exercise body stubbed out) gives students all of ``solutions/``
+    but the exercise bodies, so the bodies are secret (``autograder.kit.body_lines``); ``release``
+    generates the kit into the release folder, and checks it for bodies (``autograder.kit.leaks``);
+  - an assignment without the kit gives none of it: every line of ``solutions/`` is secret.
+
+A released line that must quote secret code on purpose ends with ``# release-scan: allow``.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from .course import Course, CourseError
+
+KIT = "coursekit"
+MARKERS = ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS")
+ALLOW = "release-scan: allow"
+MIN_TOKENS = 6
+MIN_CHARS = 20
+_TOKEN = re.compile(r"\w+|[^\w\s]")
+_NOT_CODE = ("#", "import ", "from ", "@", "def ", "class ", "async def ", '"', "'")
+
+
+@dataclass(frozen=True)
+class Leak:
+    file: str
+    where: str
+    what: str
+    text: str
+
+    def __str__(self) -> str:
+        return f"{self.file}: {self.where}: {self.what}: {self.text.strip()}"
+
+
+def _strip_comment(line: str) -> str:
+    quote = None
+    for i, char in enumerate(line):
+        if quote:
+            if char == quote and line[i - 1] != "\\":
+                quote = None
+        elif char in "\"'":
+            quote = char
+        elif char == "#":
+            return line[:i]
+    return line
+
+
+def signature(line: str) -> str | None:
+    """The normalised form of a meaningful code line, or None for a line too trivial to compare."""
+    stripped = line.strip()
+    if not stripped or stripped.startswith(_NOT_CODE):
+        return None
+    tokens = _TOKEN.findall(_strip_comment(stripped))
+    if len(tokens) < MIN_TOKENS or len("".join(tokens)) < MIN_CHARS:
+        return None
+    return " ".join(tokens)
+
+
+def _docstring_lines(source: str) -> set[int]:
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return set()
+    lines = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) \
+                    and isinstance(first.value.value, str):
+                lines.update(range(first.lineno, first.end_lineno + 1))
+    return lines
+
+
+def solution_index(solutions: Path) -> dict[str, str]:
+    """Normalised meaningful lines of the reference code -> where each first occurs."""
+    if not solutions.is_dir():
+        raise CourseError(f"no reference solutions at {solutions} to scan the release against "
+                          "(pass --solutions DIR)")
+    index: dict[str, str] = {}
+    for path in sorted(solutions.rglob("*.py")):
+        source = path.read_text(errors="replace")
+        docstrings = _docstring_lines(source)
+        for lineno, line in enumerate(source.splitlines(), 1):
+            key = None if lineno in docstrings else signature(line)
+            if key:
+                index.setdefault(key, f"{path.relative_to(solutions.parent)}:{lineno}")
+    return index
+
+
+def _solution_regions(notebook: Path):
+    """(cell number, line number, line) of the lines inside ``### BEGIN/END SOLUTION`` regions."""
+    for number, cell in enumerate(json.loads(notebook.read_text())["cells"], 1):
+        inside = False
+        for lineno, line in enumerate("".join(cell.get("source", "")).splitlines(), 1):
+            if "BEGIN SOLUTION" in line:
+                inside = True
+            elif "END SOLUTION" in line:
+                inside = False
+            elif inside:
+                yield number, lineno, line
+
+
+def secret_index(course: Course, assignment: str, solutions: Path) -> dict[str, str]:
+    """Everything a release of ``assignment`` must not contain -> where it comes from."""
+    index: dict[str, str] = {}
+    for other in course.assignments():
+        for notebook in sorted(course.source_dir(other).glob("*.ipynb")):
+            for cell, lineno, line in _solution_regions(notebook):
+                key = signature(line)
+                if key:
+                    index.setdefault(key, f"{notebook.relative_to(course.root)} cell {cell} (a solution)")
+    if uses_kit(course, assignment):
+        from .kit import body_lines
+
+        for where, line in body_lines():
+            key = signature(line)
+            if key:
+                index.setdefault(key, f"the exercise body {where}")
+    else:
+        for key, where in solution_index(solutions).items():
+            index.setdefault(key, where)
+    return index
+
+
+def _released_lines(path: Path):
+    """(where, line) for every line of a released file; notebooks cell by cell, outputs included."""
+    if path.suffix == ".ipynb":
+        try:
+            cells = json.loads(path.read_text())["cells"]
+        except (ValueError, KeyError, TypeError):
+            yield "whole file", "not a readable notebook"
+            return
+        for number, cell in enumerate(cells, 1):
+            for lineno, line in enumerate("".join(cell.get("source", "")).splitlines(), 1):
+                yield f"cell {number} line {lineno}", line
+            for output in cell.get("outputs", []):
+                text = output.get("text") or output.get("data", {}).get("text/plain", "")
+                for lineno, line in enumerate("".join(text).splitlines(), 1):
+                    yield f"cell {number} output line {lineno}", line
+        return
+    try:
+        text = path.read_text()
+    except UnicodeDecodeError:
+        return  # binary data (images, arrays) cannot quote code
+    for lineno, line in enumerate(text.splitlines(), 1):
+        yield f"line {lineno}", line
+
+
+def _tokens(line: str) -> str:
+    return " ".join(_TOKEN.findall(_strip_comment(line)))
+
+
+def scan(folder: Path, index: dict[str, str], relative_to: Path) -> list[Leak]:
+    kit = folder / KIT
+    # A secret line also counts when quoted inside a longer line ("A hint: `...`"): match it as a
+    # run of whole tokens anywhere in the released line's tokens.
+    quoted = re.compile("|".join(f" {re.escape(key)} " for key in sorted(index, key=len, reverse=True)))
+    leaks = []
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        name = str(path.relative_to(relative_to))
+        generated = path.is_relative_to(kit)
+        for where, line in _released_lines(path):
+            marker = next((m for m in MARKERS if m in line), None)
+            if marker:
+                leaks.append(Leak(name, where, f"nbgrader marker '{marker}'", line))
+                continue
+            if ALLOW in line or generated or not index:
+                continue
+            found = quoted.search(f" {_tokens(line)} ")
+            if found:
+                leaks.append(Leak(name, where, f"same code as {index[found.group(0).strip()]}", line))
+    if kit.is_dir():
+        from .kit import leaks as kit_leaks
+
+        leaks += [Leak(str(kit.relative_to(relative_to)), "generated kit", "an exercise body", found)
+                  for found in kit_leaks(kit)]
+    return leaks
+
+
+def uses_kit(course: Course, assignment: str) -> bool:
+    """Whether the assignment's notebooks import the course kit."""
+    for notebook in course.source_dir(assignment).glob("*.ipynb"):
+        for cell in json.loads(notebook.read_text())["cells"]:
+            if cell["cell_type"] == "code" and re.search(rf"\b(from|import)\s+{KIT}\b", "".join(cell["source"])):
+                return True
+    return False
+
+
+def add_release_files(course: Course, assignment: str) -> None:
+    """Generate what the release needs besides nbgrader's output: the kit, if the notebooks use it.
+
+    Grading copies the release folder's extra files next to each submission, so the students'
+    code runs against what they were given (see :class:`autograder.grade.Run`).
+    """
+    if uses_kit(course, assignment):
+        from .kit import build_kit
+
+        build_kit(course.release_dir(assignment))
+
+
+def release(course: Course, assignment: str, solutions: str | Path) -> list[Leak]:
+    """Generate ``release/<assignment>/`` with nbgrader and return what the scan found in it."""
+    result = course.api().generate_assignment(assignment, force=True, create=True)
+    if not result["success"]:
+        errors = [l for l in (result.get("log") or "").splitlines() if l.startswith("[ERROR]")]
+        raise CourseError(f"nbgrader generate_assignment failed for {assignment}:\n"
+                          + "\n".join(errors or [result.get("error", "")]))
+    add_release_files(course, assignment)
+    index = secret_index(course, assignment, Path(solutions).resolve())
+    return scan(course.release_dir(assignment), index, course.root)

@@ -1,0 +1,147 @@
+"""``autograder report``: a grades CSV and two plots in ``reports/<assignment>/``.
+
+* ``grades.csv``: one row per student who handed something in: status, total, late penalty,
+  one column per notebook (``notebook:<name>``) and per exercise (``exercise:<id>``, the sum of
+  the exercise's grade cells, see :func:`autograder.course.grade_id_exercise`).
+* ``score_histogram.png``: the distribution of total scores.
+* ``failed_tests.png``: for each grade cell, the share of graded students who lost points on it,
+  most-failed first: where the class struggled.
+
+Everything is read from the gradebook through nbgrader's API, plus the grader's own record of
+submissions that could not be graded.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only, no display; before pyplot is imported
+import matplotlib.pyplot as plt  # noqa: E402
+from nbgrader.api import MissingEntry  # noqa: E402
+
+from .course import Course, CourseError, grade_id_exercise  # noqa: E402
+from .grade import Ledger  # noqa: E402
+
+
+@dataclass
+class Row:
+    student: str
+    status: str
+    score: float | None = None
+    max_score: float | None = None
+    late_penalty: float = 0.0
+    notebooks: dict[str, float] = field(default_factory=dict)
+    cells: dict[str, float | None] = field(default_factory=dict)   # grade_id -> score (None: ungraded)
+
+
+def grade_cells(course: Course, assignment: str) -> list[tuple[str, str, float]]:
+    """(notebook, grade_id, points) of every grade cell, in the order of the source notebooks."""
+    cells = []
+    for notebook in course.notebooks(assignment):
+        nb = json.loads((course.source_dir(assignment) / f"{notebook}.ipynb").read_text())
+        for cell in nb["cells"]:
+            meta = cell.get("metadata", {}).get("nbgrader", {})
+            if meta.get("grade"):
+                cells.append((notebook, meta["grade_id"], float(meta.get("points", 0))))
+    return cells
+
+
+def gather(course: Course, assignment: str) -> list[Row]:
+    failures = Ledger(course, assignment).failures()
+    rows = []
+    with course.gradebook() as gb:
+        try:
+            graded = {s.student.id: s for s in gb.find_assignment(assignment).submissions}
+        except MissingEntry:
+            raise CourseError(f"assignment '{assignment}' is not in the gradebook {course.db_url}") from None
+        for student in sorted(set(course.submitted_students(assignment)) | set(graded) | set(failures)):
+            submission = graded.get(student)
+            if student in failures:
+                status = f"failed: {failures[student]['reason']}"
+            elif submission is None:
+                status = "not graded yet"
+            elif submission.needs_manual_grade:
+                status = "graded; written answers to grade by hand"
+            else:
+                status = "graded"
+            row = Row(student, status)
+            if submission is not None and student not in failures:
+                row.score, row.max_score = submission.score, submission.max_score
+                for nb in submission.notebooks:
+                    row.late_penalty += nb.late_submission_penalty or 0.0
+                    row.notebooks[nb.name] = nb.score
+                    for grade in nb.grades:  # a cell still waiting for a human has no score yet
+                        waiting = grade.needs_manual_grade and grade.manual_score is None
+                        row.cells[grade.name] = None if waiting else grade.score
+            rows.append(row)
+    return rows
+
+
+def write_csv(path: Path, rows: list[Row], cells: list[tuple[str, str, float]]) -> None:
+    notebooks = list(dict.fromkeys(nb for nb, _, _ in cells))
+    exercises = list(dict.fromkeys(grade_id_exercise(gid) for _, gid, _ in cells))
+    with open(path, "w", newline="") as handle:
+        out = csv.writer(handle)
+        out.writerow(["student", "status", "score", "max_score", "late_penalty"]
+                     + [f"notebook:{nb}" for nb in notebooks] + [f"exercise:{ex}" for ex in exercises])
+        for row in rows:
+            graded = row.score is not None
+            per_exercise = {ex: sum(s or 0.0 for gid, s in row.cells.items() if grade_id_exercise(gid) == ex)
+                            for ex in exercises}
+            out.writerow([row.student, row.status,
+                          _num(row.score), _num(row.max_score), _num(row.late_penalty) if graded else ""]
+                         + [_num(row.notebooks.get(nb)) for nb in notebooks]
+                         + [_num(per_exercise[ex]) if graded else "" for ex in exercises])
+
+
+def _num(value: float | None) -> str:
+    return "" if value is None else f"{value:g}"
+
+
+def plot_scores(path: Path, assignment: str, rows: list[Row], max_score: float) -> None:
+    scores = [r.score for r in rows if r.score is not None]
+    fig, ax = plt.subplots(figsize=(7, 4))
+    # One bar per point when points are few, so that a bar is a score; else 20 equal bins.
+    bins = [b - 0.5 for b in range(int(max_score) + 2)] if max_score <= 30 else 20
+    ax.hist(scores, bins=bins, range=(0, max_score), color="#4C72B0", edgecolor="white")
+    ax.set(title=f"{assignment}: total scores ({len(scores)} graded)",
+           xlabel=f"score (out of {max_score:g})", ylabel="students")
+    ax.yaxis.get_major_locator().set_params(integer=True)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def plot_failures(path: Path, assignment: str, rows: list[Row], cells: list[tuple[str, str, float]]) -> None:
+    graded = [r for r in rows if r.score is not None]
+    rates = []
+    for _, grade_id, points in cells:
+        scores = [r.cells.get(grade_id) for r in graded]
+        scored = [s for s in scores if s is not None]
+        if scored:
+            rates.append((sum(s < points for s in scored) / len(scored), grade_id))
+    rates.sort(key=lambda item: (-item[0], item[1]))
+    fig, ax = plt.subplots(figsize=(8, 1.5 + 0.35 * max(1, len(rates))))
+    ax.barh([gid for _, gid in rates][::-1], [100 * r for r, _ in rates][::-1], color="#C44E52")
+    ax.set(title=f"{assignment}: share of graded students who lost points, per grade cell",
+           xlabel="% of students", xlim=(0, 100))
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def report(course: Course, assignment: str) -> list[Path]:
+    rows = gather(course, assignment)
+    cells = grade_cells(course, assignment)
+    folder = course.reports_dir(assignment)
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = [folder / "grades.csv", folder / "score_histogram.png", folder / "failed_tests.png"]
+    write_csv(paths[0], rows, cells)
+    plot_scores(paths[1], assignment, rows, sum(points for _, _, points in cells))
+    plot_failures(paths[2], assignment, rows, cells)
+    return paths

@@ -1,0 +1,195 @@
+"""``autograder check``: test an assignment's tests with real nbgrader runs before students do.
+
+In a scratch copy of the course, with its own gradebook (the real one is never touched):
+
+1. nbgrader generate_assignment, as ``autograder release`` does;
+2. submissions: ``solution`` (the source notebooks, solutions in), ``unanswered`` (the released
+   notebooks) and ``mutant-<id>`` for each mutant of the catalogue (:mod:`autograder.mutants`),
+   which is the source with one edit inside one solution region;
+3. all graded by :func:`autograder.grade.grade` (parallel workers, the same limits as for
+   students);
+4. verdicts on the autograded test cells (code grade cells that are not solutions):
+   the solution scores full marks on each; the unanswered notebook scores 0 on each (a test that
+   passes without an answer tests nothing); each mutant loses points on a test cell of its own
+   exercise and on no other cell.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from .course import Course, CourseError, grade_id_exercise
+from .grade import Limits, Outcome, grade
+from .mutants import Mutant, load_mutants
+from .release import add_release_files
+
+SOLUTION, UNANSWERED = "solution", "unanswered"
+TIMESTAMP = "2000-01-01 00:00:00.000000 UTC"
+
+
+@dataclass(frozen=True)
+class TestCell:
+    notebook: str
+    grade_id: str
+    points: float
+
+
+@dataclass(frozen=True)
+class Verdict:
+    subject: str
+    exercise: str
+    expected: str
+    lost: str
+    ok: bool
+    verdict: str
+
+
+def test_cells(course: Course, assignment: str) -> list[TestCell]:
+    """The autograded test cells of an assignment, from its source notebooks."""
+    cells = []
+    for notebook in course.notebooks(assignment):
+        nb = json.loads((course.source_dir(assignment) / f"{notebook}.ipynb").read_text())
+        for cell in nb["cells"]:
+            meta = cell.get("metadata", {}).get("nbgrader", {})
+            if cell["cell_type"] == "code" and meta.get("grade") and not meta.get("solution"):
+                cells.append(TestCell(notebook, meta["grade_id"], float(meta.get("points", 0))))
+    return cells
+
+
+def _solution_spans(source: str) -> list[tuple[int, int]]:
+    """Character spans of the text between ``### BEGIN SOLUTION`` and ``### END SOLUTION`` lines."""
+    spans, start, offset = [], None, 0
+    for line in source.splitlines(keepends=True):
+        if "BEGIN SOLUTION" in line:
+            start = offset + len(line)
+        elif "END SOLUTION" in line and start is not None:
+            spans.append((start, offset))
+            start = None
+        offset += len(line)
+    return spans
+
+
+def apply_mutant(notebooks: dict[str, dict], mutant: Mutant, assignment: str) -> tuple[str, dict]:
+    """(notebook name, mutated copy of that notebook); CourseError if the mutant does not apply."""
+    for name, nb in notebooks.items():
+        for index, cell in enumerate(nb["cells"]):
+            meta = cell.get("metadata", {}).get("nbgrader", {})
+            if meta.get("grade_id") != mutant.exercise or not meta.get("solution"):
+                continue
+            source = "".join(cell["source"])
+            hits = []
+            for start, end in _solution_spans(source):
+                at = source.find(mutant.find, start, end)
+                while at != -1 and at + len(mutant.find) <= end:
+                    hits.append(at)
+                    at = source.find(mutant.find, at + 1, end)
+            if len(hits) != 1:
+                raise CourseError(
+                    f"mutant '{mutant.id}' of {assignment}: `find` occurs {len(hits)} times in the solution "
+                    f"region of cell '{mutant.exercise}' ({name}.ipynb); it must occur exactly once")
+            mutated = copy.deepcopy(nb)
+            at = hits[0]
+            mutated["cells"][index]["source"] = source[:at] + mutant.replace + source[at + len(mutant.find):]
+            return name, mutated
+    raise CourseError(f"mutant '{mutant.id}' of {assignment}: no solution cell with grade_id "
+                      f"'{mutant.exercise}' in {', '.join(f'{n}.ipynb' for n in notebooks)}")
+
+
+def _read_notebooks(folder: Path) -> dict[str, dict]:
+    return {p.stem: json.loads(p.read_text()) for p in sorted(folder.glob("*.ipynb"))}
+
+
+def _write_submission(course: Course, assignment: str, student: str, notebooks: dict[str, dict]) -> None:
+    folder = course.submitted_dir(student, assignment)
+    folder.mkdir(parents=True)
+    for name, nb in notebooks.items():
+        (folder / f"{name}.ipynb").write_text(json.dumps(nb, indent=1))
+    (folder / "timestamp.txt").write_text(TIMESTAMP)
+
+
+def _scores(course: Course, assignment: str, student: str) -> dict[str, float]:
+    with course.gradebook() as gb:
+        submission = gb.find_submission(assignment, student)
+        return {g.name: g.score for nb in submission.notebooks for g in nb.grades}
+
+
+def _judge(subject: str, outcome: Outcome, cells: list[TestCell], scores: dict[str, float] | None,
+           mutant: Mutant | None) -> Verdict:
+    if mutant is None and subject == SOLUTION:
+        exercise, expected = "all", "none"
+    elif mutant is None:
+        exercise, expected = "all", "all"
+    else:
+        exercise = mutant.exercise
+        expected = ", ".join(c.grade_id for c in cells if grade_id_exercise(c.grade_id) == exercise)
+    if scores is None:
+        return Verdict(subject, exercise, expected, "", False, f"ERROR: not graded: {outcome.detail}")
+    lost = {c.grade_id: c.points - (scores.get(c.grade_id) or 0.0) for c in cells}
+    lost = {gid: pts for gid, pts in lost.items() if pts > 0}
+    total = f"{sum(lost.values()):g}"
+    if subject == SOLUTION:
+        bad = sorted(lost)
+        return Verdict(subject, exercise, expected, total, not bad,
+                       "full marks" if not bad else f"FAIL: the solution loses points on {', '.join(bad)}")
+    if subject == UNANSWERED:
+        passing = sorted(c.grade_id for c in cells if c.grade_id not in lost and c.points > 0)
+        return Verdict(subject, exercise, expected, total, not passing,
+                       "0 on every test" if not passing else f"FAIL: passes without an answer: {', '.join(passing)}")
+    own = {gid: pts for gid, pts in lost.items() if grade_id_exercise(gid) == exercise}
+    other = {gid: pts for gid, pts in lost.items() if grade_id_exercise(gid) != exercise}
+    if not own:
+        verdict = "FAIL: not caught (its exercise keeps full marks)"
+    elif other:
+        verdict = "FAIL: also breaks " + ", ".join(f"{gid} (-{pts:g})" for gid, pts in sorted(other.items()))
+    else:
+        verdict = "caught"
+    return Verdict(subject, exercise, expected, total, bool(own) and not other, verdict)
+
+
+def check(course: Course, assignment: str, *, jobs: int = 2, cell_timeout: int | None = None,
+          progress: bool = True) -> list[Verdict]:
+    """Self-check one assignment: a verdict for the solution, the unanswered notebook, each mutant."""
+    cells = test_cells(course, assignment)
+    if not cells:
+        raise CourseError(f"{assignment} has no autograded test cells (code cells with grade: true)")
+    mutants = load_mutants(assignment)
+    exercises = {grade_id_exercise(c.grade_id) for c in cells}
+    source = _read_notebooks(course.source_dir(assignment))
+    mutated: dict[str, dict[str, dict]] = {}
+    for mutant in mutants:  # all catalogue errors before any (slow) nbgrader run
+        if mutant.exercise not in exercises:
+            raise CourseError(f"mutant '{mutant.id}' of {assignment}: exercise '{mutant.exercise}' has no "
+                              f"test cells (expected grade_ids {mutant.exercise}-visible / -hidden)")
+        name, notebook = apply_mutant(source, mutant, assignment)
+        mutated[f"mutant-{mutant.id}"] = {**source, name: notebook}
+
+    with tempfile.TemporaryDirectory(prefix="autograder-check-") as tmp:
+        scratch = Course(Path(tmp), f"sqlite:///{Path(tmp) / 'gradebook.db'}")
+        shutil.copy(course.root / "nbgrader_config.py", scratch.root)
+        shutil.copytree(course.source_dir(assignment), scratch.source_dir(assignment),
+                        ignore=shutil.ignore_patterns(*course.coursedir().ignore))
+        result = scratch.api().generate_assignment(assignment, force=True, create=True)
+        if not result["success"]:
+            raise CourseError(f"nbgrader generate_assignment failed for {assignment}:\n{result.get('log', '')}")
+        add_release_files(scratch, assignment)  # the kit, if the notebooks use it: as `release` does
+
+        submissions = {SOLUTION: source, UNANSWERED: _read_notebooks(scratch.release_dir(assignment)),
+                       **mutated}
+        for student, notebooks in submissions.items():
+            _write_submission(scratch, assignment, student, notebooks)
+        by_student = {f"mutant-{m.id}": m for m in mutants}
+        outcomes = grade(scratch, assignment, list(submissions), jobs=jobs,
+                         limits=Limits(cell_timeout=cell_timeout), progress=progress)
+        verdicts = []
+        for outcome in outcomes:
+            scores = _scores(scratch, assignment, outcome.student) if outcome.status != "failed" else None
+            mutant = by_student.get(outcome.student)
+            verdicts.append(_judge(mutant.id if mutant else outcome.student, outcome, cells, scores, mutant))
+
+    order = {SOLUTION: 0, UNANSWERED: 1}
+    return sorted(verdicts, key=lambda v: (order.get(v.subject, 2), v.subject))

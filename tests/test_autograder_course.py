@@ -1,0 +1,38 @@
+"""autograder.course: the course directory, exercise ids, and the gradebook schema stamp."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from nbgrader.dbutil import _temp_alembic_ini
+
+from autograder import cli
+from autograder.course import Course, CourseError, alembic_head, grade_id_exercise
+
+pytestmark = pytest.mark.xdist_group("autograder")
+
+
+def test_grade_ids_map_to_their_exercise():
+    assert grade_id_exercise("a02-mul-backward") == "a02-mul-backward"
+    assert grade_id_exercise("a02-mul-backward-visible") == "a02-mul-backward"
+    assert grade_id_exercise("a02-mul-backward-hidden") == "a02-mul-backward"
+    assert grade_id_exercise("a02-mul-backward-hidden-2") == "a02-mul-backward"
+    assert grade_id_exercise("a02-mul-backward-written") == "a02-mul-backward"
+    assert grade_id_exercise("a02-hidden-layer") == "a02-hidden-layer"
+
+
+def test_a_folder_without_nbgrader_config_is_refused(tmp_path, capsys):
+    with pytest.raises(CourseError, match="not an nbgrader course directory"):
+        Course.open(tmp_path)
+    assert cli.main(["--course", str(tmp_path), "report", "a00_toy"]) == 2
+    assert "is not an nbgrader course directory" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_alembic_head_is_what_nbgrader_would_stamp():
+    """Course replaces nbgrader's `alembic heads` subprocess by alembic's API: same answer."""
+    alembic = Path(sys.executable).parent / "alembic"
+    with _temp_alembic_ini("sqlite:////tmp/gradebook.db") as ini:
+        output = subprocess.check_output([str(alembic), "-c", ini, "heads"], text=True)
+    assert alembic_head() == output.split()[0]

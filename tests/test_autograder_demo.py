@@ -1,0 +1,90 @@
+"""autograder demo on the toy course, then what it produced: feedback pages and the report."""
+
+import csv
+import json
+import re
+from html import unescape
+
+import pytest
+from autograder_support import ASSIGNMENT, NOTEBOOK, make_course, source_notebook, use_toy_registry
+
+from autograder import cli
+from autograder.course import Course
+
+pytestmark = [pytest.mark.xdist_group("autograder"), pytest.mark.slow]
+
+
+def test_demo_runs_the_whole_loop_with_clean_feedback_and_a_report(tmp_path, monkeypatch, capsys):
+    # One test rather than a module fixture shared by several: under pytest-xdist a module fixture
+    # can be set up more than once, and the demo is the slowest thing to repeat.
+    use_toy_registry(monkeypatch)
+    toy = make_course(tmp_path / "toy")
+    assert cli.main(["--course", str(toy.root), "demo", "--out", str(tmp_path / "out")]) == 0
+    out = capsys.readouterr().out
+    assert "$ autograder --course" in out and "dave_a00_toy.ipynb" in out and "eve_homework.ipynb" in out
+    course = Course.open(tmp_path / "out" / "course")
+    assert (course.release_dir(ASSIGNMENT) / f"{NOTEBOOK}.ipynb").exists()
+    assert sorted(course.submitted_students(ASSIGNMENT)) == ["alice", "bob", "carol"]  # dave, eve rejected
+    with course.gradebook() as gb:
+        scores = {s.student.id: s.score for s in gb.find_assignment(ASSIGNMENT).submissions}
+    assert scores == {"alice": 6, "bob": 3, "carol": 0}
+    check_feedback(course)
+    check_report(course)
+    check_report_lists_failures(course)
+
+
+def _hidden_code() -> list[str]:
+    """The lines between BEGIN and END HIDDEN TESTS in the source notebook."""
+    lines = []
+    for cell in source_notebook()["cells"]:
+        text = "".join(cell["source"])
+        lines += [l.strip() for block in re.findall(r"BEGIN HIDDEN TESTS\n(.*?)### END", text, re.S)
+                  for l in block.splitlines() if l.strip()]
+    assert lines
+    return lines
+
+
+def check_feedback(course):
+    """No hidden test code and nothing loaded from the network; math from the local MathJax."""
+    pages = {s: course.feedback_dir(s, ASSIGNMENT) / f"{NOTEBOOK}.html" for s in ("alice", "bob", "carol")}
+    for student, page in pages.items():
+        html = page.read_text()
+        text = unescape(re.sub(r"<[^>]+>", "", html))  # code is split into highlighting spans
+        for line in _hidden_code():
+            assert line not in text, (student, line)
+        assert "HIDDEN TESTS" not in text and "autograder.harness" not in text
+        assert not re.search(r"cdn|cloudflare|jsdelivr|unpkg|googleapis", html, re.I)
+        assert not re.search(r"""<(script|link)\b[^>]*(src|href)=["']?(https?:)?//""", html, re.I)
+        assert 'src="mathjax/tex-chtml.js"' in html
+        assert (page.parent / "mathjax" / "tex-chtml.js").stat().st_size > 100_000
+        assert list((page.parent / "mathjax" / "output" / "chtml" / "fonts" / "woff-v2").glob("*.woff"))
+    # what a hidden check says is still there: the student's feedback
+    assert "a00-square-backward: not implemented yet" in pages["carol"].read_text()
+    assert "Score: 6.0 / 7.0" in pages["alice"].read_text()
+
+
+def check_report(course):
+    folder = course.reports_dir(ASSIGNMENT)
+    with open(folder / "grades.csv", newline="") as handle:
+        rows = {row["student"]: row for row in csv.DictReader(handle)}
+    assert list(rows) == ["alice", "bob", "carol"]
+    assert rows["alice"]["score"] == "6" and rows["alice"]["max_score"] == "7"
+    assert rows["alice"]["status"] == "graded; written answers to grade by hand"
+    assert (rows["bob"]["exercise:a00-add"], rows["bob"]["exercise:a00-square-backward"]) == ("0", "3")
+    assert rows["carol"]["notebook:a00_toy"] == "0"
+    for name in ("score_histogram.png", "failed_tests.png"):
+        data = (folder / name).read_bytes()
+        assert data.startswith(b"\x89PNG") and len(data) > 10_000
+
+
+def check_report_lists_failures(course):
+    failures = course.state_dir / "failed" / ASSIGNMENT
+    failures.mkdir(parents=True, exist_ok=True)
+    (failures / "zed.json").write_text(json.dumps({"reason": "timeout: grading ran over 9 s", "log": ""}))
+    try:
+        assert cli.main(["--course", str(course.root), "report", ASSIGNMENT]) == 0
+        with open(course.reports_dir(ASSIGNMENT) / "grades.csv", newline="") as handle:
+            rows = {row["student"]: row for row in csv.DictReader(handle)}
+        assert rows["zed"]["status"] == "failed: timeout: grading ran over 9 s" and rows["zed"]["score"] == ""
+    finally:
+        (failures / "zed.json").unlink()
