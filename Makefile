@@ -19,8 +19,13 @@ $(STAMP): requirements.txt pyproject.toml
 
 install: $(STAMP)
 
+# The main job's last step: the engine's worked examples, then the instructor's whole loop
+# (release -> collect -> grade -> feedback -> report) on bundled synthetic submissions, in a
+# scratch course under _build/grading-demo so the real gradebook is never touched.
 demo: install
 	$(PY) -m solutions.examples.demo
+	rm -rf _build/grading-demo
+	$(PY) -m autograder demo a02_broadcasting --out _build/grading-demo
 
 test: install chromium
 	$(PY) -m pytest -q -n 2 --dist loadgroup
@@ -36,14 +41,18 @@ book: install
 chromium:
 	command -v chromium >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium)
 
+# Speed, measured side by side in one run. With the oracle venv from `make golden` present,
+# PyTorch is timed next to the engine; without it, the engine is compared with raw NumPy.
+BENCH_PY = $(if $(wildcard .venv-golden/bin/python),.venv-golden/bin/python,$(PY))
 bench: install
-	$(PY) benchmarks/bench_graph.py
+	$(BENCH_PY) benchmarks/bench_graph.py
+	$(BENCH_PY) benchmarks/bench_conv.py
 
 # Regenerate the committed PyTorch golden fixtures. Torch lives in its own venv so that
 # nothing in the course ever depends on it (torch==2.13.0 is the CPU wheel on local disk).
 golden:
 	test -x .venv-golden/bin/python || $(PYTHON) -m venv .venv-golden
-	.venv-golden/bin/pip -q install "torch==2.13.0" "numpy>=2.0" 2>&1 | grep -v "is ignored" || true
+	.venv-golden/bin/pip -q install "torch==2.13.0" "numpy>=2.0" "scikit-learn>=1.4" tqdm 2>&1 | grep -v "is ignored" || true
 	.venv-golden/bin/pip -q install --no-deps -e . 2>&1 | grep -v "is ignored" || true
 	.venv-golden/bin/python tests/golden/make_golden.py
 
