@@ -189,9 +189,7 @@ class Run:
 
     def __init__(self, course: Course, assignment: str):
         self.course, self.assignment = course, assignment
-        _remove_stale_runs()
-        self.dir = Path(tempfile.mkdtemp(prefix=RUN_PREFIX))
-        (self.dir / "owner.pid").write_text(str(os.getpid()))
+        self.dir = scratch_dir(RUN_PREFIX)
         self.template_db = self.dir / "template.db"
         try:
             with course.gradebook() as master, \
@@ -225,12 +223,19 @@ class Run:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-def _remove_stale_runs() -> None:
-    """Scratch areas of runs that were killed (kill -9 skips cleanup) and whose owner is gone."""
-    for run in Path(tempfile.gettempdir()).glob(f"{RUN_PREFIX}*"):
+def scratch_dir(prefix: str) -> Path:
+    """A new folder in the system temp dir, owned by this process.
+
+    Folders of the same prefix whose owner is gone (killed: kill -9 skips all cleanup) are
+    removed first, so interrupted runs do not pile up.
+    """
+    for old in Path(tempfile.gettempdir()).glob(f"{prefix}*"):
         with contextlib.suppress(OSError, ValueError):
-            if not psutil.pid_exists(int((run / "owner.pid").read_text())):
-                shutil.rmtree(run, ignore_errors=True)
+            if not psutil.pid_exists(int((old / "owner.pid").read_text())):
+                shutil.rmtree(old, ignore_errors=True)
+    folder = Path(tempfile.mkdtemp(prefix=prefix))
+    (folder / "owner.pid").write_text(str(os.getpid()))
+    return folder
 
 
 # -- workers -------------------------------------------------------------------------------------

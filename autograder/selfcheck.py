@@ -19,12 +19,11 @@ from __future__ import annotations
 import copy
 import json
 import shutil
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from .course import Course, CourseError, grade_id_exercise
-from .grade import Limits, Outcome, grade
+from .grade import Limits, Outcome, grade, scratch_dir
 from .mutants import Mutant, load_mutants
 from .release import add_release_files
 
@@ -168,8 +167,9 @@ def check(course: Course, assignment: str, *, jobs: int = 2, cell_timeout: int |
         name, notebook = apply_mutant(source, mutant, assignment)
         mutated[f"mutant-{mutant.id}"] = {**source, name: notebook}
 
-    with tempfile.TemporaryDirectory(prefix="autograder-check-") as tmp:
-        scratch = Course(Path(tmp), f"sqlite:///{Path(tmp) / 'gradebook.db'}")
+    tmp = scratch_dir("autograder-check-")
+    try:
+        scratch = Course(tmp, f"sqlite:///{tmp / 'gradebook.db'}")
         shutil.copy(course.root / "nbgrader_config.py", scratch.root)
         shutil.copytree(course.source_dir(assignment), scratch.source_dir(assignment),
                         ignore=shutil.ignore_patterns(*course.coursedir().ignore))
@@ -190,6 +190,8 @@ def check(course: Course, assignment: str, *, jobs: int = 2, cell_timeout: int |
             scores = _scores(scratch, assignment, outcome.student) if outcome.status != "failed" else None
             mutant = by_student.get(outcome.student)
             verdicts.append(_judge(mutant.id if mutant else outcome.student, outcome, cells, scores, mutant))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
     order = {SOLUTION: 0, UNANSWERED: 1}
     return sorted(verdicts, key=lambda v: (order.get(v.subject, 2), v.subject))

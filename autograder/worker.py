@@ -6,8 +6,6 @@ a fresh process forked from a multiprocessing forkserver that has already import
 hence nbgrader: importing nbgrader costs seconds of CPU, a fork costs milliseconds. The worker
 only ever sees the scratch course: it runs nbgrader's autograde there and writes
 ``result.json``. Recording the grades in the real gradebook is the parent's job.
-
-By hand, to replay a grading: ``python -m autograder.worker <scratch>/spec.json``.
 """
 
 from __future__ import annotations
@@ -86,7 +84,3 @@ def run(spec_path: str) -> None:
         "log": result.get("log") or "",
         "error": result.get("error") or "",
     }))
-
-
-if __name__ == "__main__":
-    run(sys.argv[1])

@@ -151,8 +151,13 @@ def is_remote(url: str) -> bool:
 # --- the build -------------------------------------------------------------------------------
 
 @pytest.fixture(scope="session")
-def output(tmp_path_factory) -> Path:
-    return tmp_path_factory.mktemp("book")
+def output() -> Path:
+    """A fresh build folder of the test's own, beside (not inside) `make book`'s _build/html.
+    Not pytest's tmp dir: a concurrent pytest session prunes old tmp dirs, and a cold build is slow."""
+    out = ROOT / "_build" / "test-book"
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    return out
 
 
 @pytest.fixture(scope="session")
