@@ -34,6 +34,13 @@ PACKAGE = "coursekit"
 # top-level modules of the kit.
 ENGINE_EXCLUDE = ("examples", "testing.py", "data.py")
 TOP_LEVEL = ("testing.py", "data.py")
+# Reference helpers that are no exercise but whose body would show one's answer: the kit gets an
+# equivalent body that reveals nothing new (here, the slower col2im path of the same gradient
+# instead of a04's rotate-and-swap-channels formula).
+REDACTED = {
+    "solutions.ops.conv:_input_grad_by_correlation":
+        "return _input_grad_by_col2im(grad, w, x_shape, (1, 1), padding, dilation, groups)",
+}
 
 
 def _header(rel: str) -> str:
@@ -63,6 +70,19 @@ def stubbed_source(path: Path, bodies: list[tuple[spec_module.Spec, Body]]) -> s
     for s, body in sorted(bodies, key=lambda sb: sb[1].start, reverse=True):
         lines[body.start - 1:body.end] = [body.indent + stub_line(s)]
     return "\n".join(lines)
+
+
+def redacted_source(path: Path, text: str) -> str:
+    """`text` (the source of `path`) with every REDACTED body replaced."""
+    module = "solutions." + ".".join(path.relative_to(SOLUTIONS).with_suffix("").parts)
+    for source, replacement in REDACTED.items():
+        mod, qualname = source.split(":")
+        if mod == module:
+            body = locate(text, qualname)
+            lines = text.split("\n")
+            lines[body.start - 1:body.end] = [body.indent + replacement]
+            text = "\n".join(lines)
+    return text
 
 
 def _rename(text: str, top_level: bool) -> str:
@@ -156,6 +176,7 @@ def build_kit(dest_dir: str | Path, specs: list[spec_module.Spec] | None = None)
         if not top_level and (rel.parts[0] in ENGINE_EXCLUDE):
             continue
         text = stubbed_source(path, bodies[path.resolve()]) if path.resolve() in bodies else path.read_text()
+        text = redacted_source(path, text)
         target = kit / rel if top_level else kit / "engine" / rel
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(_header(rel.as_posix()) + _rename(text, top_level))

@@ -105,17 +105,10 @@ class Tensor:
         if requires_grad:
             self.requires_grad = True
 
-    @classmethod
-    def _wrap(cls, data: np.ndarray) -> "Tensor":
+    @staticmethod
+    def _wrap(data: np.ndarray) -> "Tensor":
         """Fast constructor for arrays the engine produced itself (no validation)."""
-        t = object.__new__(cls)
-        t.data = data if type(data) is np.ndarray else np.asarray(data)
-        t.grad = None
-        t._requires_grad = False
-        t._ctx = None
-        t._retains_grad = False
-        t.name = None
-        return t
+        return _new_tensor(data)
 
     # -- autograd attributes -------------------------------------------------------------
     @property

@@ -15,6 +15,7 @@ import textwrap
 from pathlib import Path
 
 import nbformat
+import solutions
 import pytest
 from nbclient import NotebookClient
 
@@ -60,6 +61,16 @@ def test_no_exercise_body_in_the_kit(kit_dir):
     kit_text = "\n".join(p.read_text() for p in (kit_dir / "coursekit").rglob("*.py"))
     for s in spec_module.load_all():
         assert f'"exercise {s.id}: implement {s.name} in your notebook' in kit_text, s.id
+
+
+def test_redacted_helpers_do_not_show_an_exercise_answer(kit_dir):
+    # The fast stride-1 input gradient rotates the kernel and swaps its channels: exactly what
+    # a04's conv2d_backward_derived asks for. The kit routes it through the col2im path instead.
+    kit_conv = (kit_dir / "coursekit" / "engine" / "ops" / "conv.py").read_text()
+    reference = (Path(solutions.__file__).parent / "ops" / "conv.py").read_text()
+    swap = "[..., ::-1, ::-1].transpose(0, 2, 1, 3, 4)"
+    assert swap in reference, "the test's marker line moved: update it"
+    assert swap not in kit_conv
 
 
 def test_kit_runs_without_solutions_and_stubs_explain_themselves(kit_dir):
