@@ -27,12 +27,12 @@ demo: install
 	rm -rf _build/grading-demo
 	$(PY) -m autograder demo a02_broadcasting --out _build/grading-demo
 
-test: install chromium
+test: install chromium postgresql
 	$(PY) -m pytest -q -n 2 --dist loadgroup
 
 # The book, readable offline at _build/html/index.html. Executed notebooks are cached in
 # _build/.jupyter_cache: a rebuild runs only the chapters whose code changed.
-.PHONY: book chromium
+.PHONY: book chromium postgresql
 book: install
 	$(VENV)/bin/jupyter-book build . -q
 
@@ -40,6 +40,11 @@ book: install
 # Debian machine, so install it when it is missing (needs root).
 chromium:
 	command -v chromium >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium)
+
+# A PostgreSQL server for the test of `--db postgresql://...` (tests/test_autograder_postgres.py
+# starts a throwaway one of its own; the package's own cluster is not used).
+postgresql:
+	ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql)
 
 # Speed, measured side by side in one run. With the oracle venv from `make golden` present,
 # PyTorch is timed next to the engine; without it, the engine is compared with raw NumPy.

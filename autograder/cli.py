@@ -43,26 +43,43 @@ def _assignments(course: Course, args) -> list[str]:
 # -- commands ------------------------------------------------------------------------------------
 
 def cmd_release(course: Course, args) -> int:
-    from .release import release
+    from .release import parse_due, publish, release
 
+    if args.due:
+        parse_due(args.due)  # a typo fails before anything is generated
+    if args.exchange is not None:
+        course.exchange_config(args.exchange)  # and so does a missing exchange
     status = 0
     for assignment in _assignments(course, args):
-        leaks = release(course, assignment, args.solutions)
+        leaks = release(course, assignment, args.solutions, due=args.due)
         folder = course.release_dir(assignment)
         if leaks:
             status = 1
-            print(f"{assignment}: RELEASE LEAKS {len(leaks)} line(s) — do not distribute {folder}")
+            print(f"{assignment}: RELEASE LEAKS {len(leaks)} line(s) — do not distribute {folder}"
+                  + (" (not published to the exchange)" if args.exchange is not None else ""))
             for leak in leaks:
                 print(f"  {leak}")
-        else:
-            print(f"{assignment}: released to {folder}; scan clean (no solutions, no hidden tests)")
+            continue
+        due = f"; due {parse_due(args.due):%Y-%m-%d %H:%M} UTC" if args.due else ""
+        print(f"{assignment}: released to {folder}; scan clean (no solutions, no hidden tests){due}")
+        if args.exchange is not None:
+            print(f"{assignment}: published to the nbgrader exchange {publish(course, assignment, args.exchange)}"
+                  " (students fetch it from JupyterLab's Assignments tab)")
     return status
 
 
 def cmd_collect(course: Course, args) -> int:
-    from .collect import collect
+    from .collect import collect, collect_exchange
 
-    report = collect(course, course.require_assignment(args.assignment), args.path, args.map)
+    assignment = course.require_assignment(args.assignment)
+    if (args.path is None) == (args.exchange is None):
+        raise CourseError("collect from a PATH (folder or .zip) or from the nbgrader exchange (--exchange), one of them")
+    if args.exchange is not None:
+        if args.map:
+            raise CourseError("--map names the files of an export; the exchange already knows its students")
+        report = collect_exchange(course, assignment, args.exchange)
+    else:
+        report = collect(course, assignment, args.path, args.map)
     print(f"collect {report.assignment} from {report.source}: {len(report.imported)} student(s) imported, "
           f"{len(report.skipped)} file(s) skipped")
     if report.imported:
@@ -163,11 +180,17 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("--all", action="store_true", help="every assignment in source/")
     sub.add_argument("--solutions", default=str(DEFAULT_SOLUTIONS),
                      help="reference code that must not appear in released files (default: %(default)s)")
+    sub.add_argument("--due", help="due date, e.g. '2026-12-01 17:00' (UTC) or '2026-12-01 17:00 Europe/Paris'")
+    sub.add_argument("--exchange", nargs="?", const="", metavar="DIR",
+                     help="also publish a clean release to nbgrader's exchange, for JupyterLab's Assignments "
+                          "tab (DIR, default: c.Exchange.root of the course)")
 
-    sub = add("collect", cmd_collect, "import an LMS export (folder or .zip) into submitted/")
+    sub = add("collect", cmd_collect, "import an LMS export (folder or .zip), or the nbgrader exchange, into submitted/")
     sub.add_argument("assignment")
-    sub.add_argument("path", help="folder or .zip of student notebooks")
+    sub.add_argument("path", nargs="?", help="folder or .zip of student notebooks")
     sub.add_argument("--map", help="CSV with columns file,student to name each file's student")
+    sub.add_argument("--exchange", nargs="?", const="", metavar="DIR",
+                     help="collect what students submitted from JupyterLab (DIR, default: c.Exchange.root of the course)")
 
     sub = add("grade", cmd_grade, "autograde submissions in parallel; rerun to resume")
     sub.add_argument("assignment")

@@ -30,6 +30,7 @@ import json
 import os
 import shutil
 import stat
+import tempfile
 import zipfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -37,12 +38,14 @@ from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
 
 import nbformat
+from nbgrader.coursedir import CourseDirectory
 
 from .course import SAFE_ID, Course, CourseError
 
 MAX_NOTEBOOK_BYTES = 50 * 2**20
 JUNK = ("__MACOSX", ".DS_Store", ".ipynb_checkpoints", "Thumbs.db")
 TIMESTAMP_FORMAT = "%Y-%m-%d %H:%M:%S.%f %Z"  # nbgrader's own timestamp.txt format
+NBGRADER_FILES = ("timestamp.txt", "submission_secret.txt")  # what nbgrader's submit adds to a submission
 
 
 @dataclass(frozen=True)
@@ -180,47 +183,84 @@ def _check_notebook(data: bytes) -> None:
 def collect(course: Course, assignment: str, source: str | Path, map_csv: str | None = None) -> CollectReport:
     source = Path(source)
     report = CollectReport(assignment, str(source))
-    notebooks = course.notebooks(assignment)
-    mapping = _read_map(map_csv)
-    submissions: dict[str, Submission] = {}
-
-    def take(entries: Iterator[Entry]) -> None:
-        for entry in entries:
-            name = str(entry.path)
-            if any(part in JUNK for part in entry.path.parts):
-                continue
-            if entry.path.suffix != ".ipynb":
-                report.skipped.append((name, "not a notebook file (.ipynb)"))
-                continue
-            try:
-                student, notebook = identify(entry.path, notebooks, mapping)
-                if not SAFE_ID.match(student):
-                    raise ValueError(f"bad student id {student!r} (letters, digits, . _ - only)")
-                if entry.size > MAX_NOTEBOOK_BYTES:
-                    raise ValueError("larger than the size limit")
-                data = entry.read()
-                _check_notebook(data)
-            except ValueError as error:
-                report.skipped.append((name, str(error)))
-                continue
-            sub = submissions.setdefault(student, Submission(student))
-            other = sub.notebooks.get(notebook)
-            if other is not None and other[0].mtime > entry.mtime:
-                report.skipped.append((name, f"superseded by the newer {other[0].path}"))
-                continue
-            if other is not None:  # the same notebook twice in one export: the newer one wins
-                report.skipped.append((str(other[0].path), f"superseded by the newer {name}"))
-            sub.notebooks[notebook] = (entry, data)
-
     with contextlib.ExitStack() as stack:
         if source.is_dir():
-            take(_folder_entries(source, report))
+            entries = _folder_entries(source, report)
         elif zipfile.is_zipfile(source):
-            take(_zip_entries(stack.enter_context(zipfile.ZipFile(source)), report))
+            entries = _zip_entries(stack.enter_context(zipfile.ZipFile(source)), report)
         else:
             raise CourseError(f"{source} is neither a folder nor a .zip file")
-    _store_all(course, assignment, submissions, report)
+        _import(course, assignment, entries, _read_map(map_csv), report)
     return report
+
+
+def collect_exchange(course: Course, assignment: str, exchange: str | Path | None = None) -> CollectReport:
+    """Import what students submitted from JupyterLab's Assignments tab (nbgrader's exchange).
+
+    nbgrader's own collect picks each student's latest submission from the exchange's inbound
+    folder (or the latest before the due date, with ``c.ExchangeCollect.before_duedate``) and
+    copies it into a staging course; from there the files go through the same checks and the same
+    all-or-nothing import as an LMS export, each student's time being nbgrader's timestamp.txt.
+    """
+    config = course.exchange_config(exchange)
+    report = CollectReport(assignment, f"nbgrader exchange {config.Exchange.root}")
+    with tempfile.TemporaryDirectory(prefix="autograder-exchange-") as stage:
+        config.CourseDirectory.root = stage  # the gradebook stays the course's: collect reads the due date
+        result = course.api(config).collect(assignment, update=True)
+        if not result["success"]:
+            errors = [l for l in (result.get("log") or "").splitlines() if l.startswith(("[ERROR]", "[CRITICAL]"))]
+            raise CourseError(f"nbgrader collect failed for {assignment}:\n"
+                              + "\n".join(errors or [result.get("error") or "(no message)"]))
+        _import(course, assignment, _staged_entries(CourseDirectory(config=config), assignment, report), {}, report)
+    return report
+
+
+def _staged_entries(coursedir: CourseDirectory, assignment: str, report: CollectReport) -> Iterator[Entry]:
+    """The files nbgrader collected, as ``<student>/<file>`` entries timed by their timestamp.txt."""
+    submitted = Path(coursedir.format_path(coursedir.submitted_directory, ".", ".")).resolve()
+    for student_dir in sorted(submitted.iterdir()) if submitted.is_dir() else []:
+        folder = Path(coursedir.format_path(coursedir.submitted_directory, student_dir.name, assignment))
+        if not folder.is_dir():
+            continue
+        stamp = coursedir.get_existing_timestamp(str(folder))
+        if stamp is not None and stamp.tzinfo is None:  # nbgrader's naive times are UTC
+            stamp = stamp.replace(tzinfo=timezone.utc)
+        for entry in _folder_entries(folder, report):
+            if entry.path.name not in NBGRADER_FILES:
+                yield Entry(PurePosixPath(student_dir.name, entry.path), entry.size, stamp or entry.mtime, entry.read)
+
+
+def _import(course: Course, assignment: str, entries: Iterator[Entry], mapping: dict[str, str],
+            report: CollectReport) -> None:
+    notebooks = course.notebooks(assignment)
+    submissions: dict[str, Submission] = {}
+    for entry in entries:
+        name = str(entry.path)
+        if any(part in JUNK for part in entry.path.parts):
+            continue
+        if entry.path.suffix != ".ipynb":
+            report.skipped.append((name, "not a notebook file (.ipynb)"))
+            continue
+        try:
+            student, notebook = identify(entry.path, notebooks, mapping)
+            if not SAFE_ID.match(student):
+                raise ValueError(f"bad student id {student!r} (letters, digits, . _ - only)")
+            if entry.size > MAX_NOTEBOOK_BYTES:
+                raise ValueError("larger than the size limit")
+            data = entry.read()
+            _check_notebook(data)
+        except ValueError as error:
+            report.skipped.append((name, str(error)))
+            continue
+        sub = submissions.setdefault(student, Submission(student))
+        other = sub.notebooks.get(notebook)
+        if other is not None and other[0].mtime > entry.mtime:
+            report.skipped.append((name, f"superseded by the newer {other[0].path}"))
+            continue
+        if other is not None:  # the same notebook twice in one export: the newer one wins
+            report.skipped.append((str(other[0].path), f"superseded by the newer {name}"))
+        sub.notebooks[notebook] = (entry, data)
+    _store_all(course, assignment, submissions, report)
 
 
 def _store_all(course: Course, assignment: str, submissions: dict[str, Submission],

@@ -98,6 +98,21 @@ class Course:
             config.Exchange.root = tempfile.gettempdir()
         return NbGraderAPI(coursedir=self.coursedir(config), config=config)
 
+    def exchange_config(self, exchange: str | Path | None = None) -> Config:
+        """The course configuration pointed at nbgrader's exchange (what JupyterLab's Assignments tab reads).
+
+        ``exchange`` (``--exchange DIR``) wins over the course's ``c.Exchange.root``; with neither,
+        there is no exchange to use, and falling back to nbgrader's default would publish to, or
+        collect from, a folder the instructor never chose.
+        """
+        config = self.config()
+        if exchange:
+            config.Exchange.root = str(Path(exchange).resolve())
+        elif "root" not in config.Exchange:
+            raise CourseError("no nbgrader exchange: pass --exchange DIR or set c.Exchange.root "
+                              f"in {self.root / 'nbgrader_config.py'}")
+        return config
+
     def gradebook(self) -> Gradebook:
         return Gradebook(self.db_url, self.course_id)
 

@@ -433,8 +433,22 @@ def _record(course: Course, assignment: str, job: Job, ledger: Ledger) -> Outcom
 def _graded_outcome(course: Course, assignment: str, student: str, status: str) -> Outcome:
     with course.gradebook() as gb:
         submission = gb.find_submission(assignment, student)
-        detail = "written answers to grade by hand" if submission.needs_manual_grade else ""
-        return Outcome(student, status, detail, submission.score, submission.max_score)
+        details = ["written answers to grade by hand"] if submission.needs_manual_grade else []
+        penalty = submission.late_submission_penalty or 0.0
+        if submission.total_seconds_late > 0:
+            details.append(f"{_duration(submission.total_seconds_late)} late"
+                           + (f", penalty {penalty:g}" if penalty else ""))
+        # the score after the late penalty, as nbgrader's export computes it
+        return Outcome(student, status, "; ".join(details), max(0.0, submission.score - penalty),
+                       submission.max_score)
+
+
+def _duration(seconds: float) -> str:
+    minutes = round(seconds / 60)
+    if minutes < 60:
+        return f"{max(minutes, 1)} min"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes:02d} min" if hours < 48 else f"{hours // 24} days {hours % 24} h"
 
 
 # -- the command ---------------------------------------------------------------------------------

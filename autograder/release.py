@@ -28,7 +28,10 @@ import ast
 import json
 import re
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
+
+from nbgrader.utils import parse_utc
 
 from .course import Course, CourseError
 
@@ -218,13 +221,49 @@ def add_release_files(course: Course, assignment: str) -> None:
         build_kit(course.release_dir(assignment))
 
 
-def release(course: Course, assignment: str, solutions: str | Path) -> list[Leak]:
-    """Generate ``release/<assignment>/`` with nbgrader and return what the scan found in it."""
+def _nbgrader_errors(result: dict) -> str:
+    errors = [l for l in (result.get("log") or "").splitlines() if l.startswith(("[ERROR]", "[CRITICAL]"))]
+    return "\n".join(errors or [result.get("error") or "(no message)"])
+
+
+def parse_due(text: str) -> datetime:
+    """A due date as nbgrader stores it (naive UTC); a time zone may be given, UTC otherwise."""
+    try:
+        return parse_utc(text)
+    except (ValueError, OverflowError):
+        raise CourseError(f"--due {text!r} is not a date: write it like '2026-12-01 17:00' "
+                          "or '2026-12-01 17:00 Europe/Paris'") from None
+
+
+def release(course: Course, assignment: str, solutions: str | Path, due: str | None = None) -> list[Leak]:
+    """Generate ``release/<assignment>/`` with nbgrader and return what the scan found in it.
+
+    ``due`` sets the assignment's due date in the gradebook: nbgrader then records how late each
+    submission is, and applies the course's late-submission policy
+    (``c.LateSubmissionPlugin.penalty_method``) when grading.
+    """
+    duedate = parse_due(due) if due else None
     result = course.api().generate_assignment(assignment, force=True, create=True)
     if not result["success"]:
-        errors = [l for l in (result.get("log") or "").splitlines() if l.startswith("[ERROR]")]
-        raise CourseError(f"nbgrader generate_assignment failed for {assignment}:\n"
-                          + "\n".join(errors or [result.get("error", "")]))
+        raise CourseError(f"nbgrader generate_assignment failed for {assignment}:\n{_nbgrader_errors(result)}")
+    if duedate is not None:
+        with course.gradebook() as gb:
+            gb.update_or_create_assignment(assignment, duedate=duedate)
     add_release_files(course, assignment)
     index = secret_index(course, assignment, Path(solutions).resolve())
     return scan(course.release_dir(assignment), index, course.root)
+
+
+def publish(course: Course, assignment: str, exchange: str | Path | None = None) -> Path:
+    """Copy ``release/<assignment>/`` into nbgrader's exchange: students then see it in JupyterLab.
+
+    nbgrader's own release_assignment (the exchange's outbound folder, where the Assignments tab
+    of the students' JupyterLab lists and fetches from). Call it only on a release whose scan was
+    clean. A re-release replaces the published version (students who fetched keep their copy).
+    """
+    config = course.exchange_config(exchange)
+    config.ExchangeReleaseAssignment.force = True
+    result = course.api(config).release_assignment(assignment)
+    if not result["success"]:
+        raise CourseError(f"nbgrader release_assignment failed for {assignment}:\n{_nbgrader_errors(result)}")
+    return Path(config.Exchange.root) / course.course_id / "outbound" / assignment

@@ -1,7 +1,7 @@
 """``autograder report``: a grades CSV and two plots in ``reports/<assignment>/``.
 
-* ``grades.csv``: one row per student who handed something in: status, total, late penalty,
-  one column per notebook (``notebook:<name>``) and per exercise (``exercise:<id>``, the sum of
+* ``grades.csv``: one row per student who handed something in: status, score (after the late
+  penalty, as nbgrader's own export computes it), max score, raw score, late penalty, one column per notebook (``notebook:<name>``) and per exercise (``exercise:<id>``, the sum of
   the exercise's grade cells, see :func:`autograder.course.grade_id_exercise`).
 * ``score_histogram.png``: the distribution of total scores.
 * ``failed_tests.png``: for each grade cell, the share of graded students who lost points on it,
@@ -32,8 +32,9 @@ from .grade import Ledger  # noqa: E402
 class Row:
     student: str
     status: str
-    score: float | None = None
+    score: float | None = None        # raw score minus the late penalty, never below 0
     max_score: float | None = None
+    raw_score: float | None = None
     late_penalty: float = 0.0
     notebooks: dict[str, float] = field(default_factory=dict)
     cells: dict[str, float | None] = field(default_factory=dict)   # grade_id -> score (None: ungraded)
@@ -71,9 +72,10 @@ def gather(course: Course, assignment: str) -> list[Row]:
                 status = "graded"
             row = Row(student, status)
             if submission is not None and student not in failures:
-                row.score, row.max_score = submission.score, submission.max_score
+                row.raw_score, row.max_score = submission.score, submission.max_score
+                row.late_penalty = submission.late_submission_penalty or 0.0
+                row.score = max(0.0, row.raw_score - row.late_penalty)
                 for nb in submission.notebooks:
-                    row.late_penalty += nb.late_submission_penalty or 0.0
                     row.notebooks[nb.name] = nb.score
                     for grade in nb.grades:  # a cell still waiting for a human has no score yet
                         waiting = grade.needs_manual_grade and grade.manual_score is None
@@ -87,14 +89,15 @@ def write_csv(path: Path, rows: list[Row], cells: list[tuple[str, str, float]]) 
     exercises = list(dict.fromkeys(grade_id_exercise(gid) for _, gid, _ in cells))
     with open(path, "w", newline="") as handle:
         out = csv.writer(handle)
-        out.writerow(["student", "status", "score", "max_score", "late_penalty"]
+        out.writerow(["student", "status", "score", "max_score", "raw_score", "late_penalty"]
                      + [f"notebook:{nb}" for nb in notebooks] + [f"exercise:{ex}" for ex in exercises])
         for row in rows:
             graded = row.score is not None
             per_exercise = {ex: sum(s or 0.0 for gid, s in row.cells.items() if grade_id_exercise(gid) == ex)
                             for ex in exercises}
             out.writerow([row.student, row.status,
-                          _num(row.score), _num(row.max_score), _num(row.late_penalty) if graded else ""]
+                          _num(row.score), _num(row.max_score), _num(row.raw_score),
+                          _num(row.late_penalty) if graded else ""]
                          + [_num(row.notebooks.get(nb)) for nb in notebooks]
                          + [_num(per_exercise[ex]) if graded else "" for ex in exercises])
 
