@@ -1,19 +1,27 @@
 """Due dates, late penalties, and nbgrader's exchange (JupyterLab's Assignments tab) end to end.
 
-The student's side is driven through ``nbgrader.server_extensions.assignment_list``'s
-``AssignmentList``: the object behind the Assignments tab of the students' JupyterLab (its
-list, fetch and submit buttons call these methods), reading the student's own
-``nbgrader_config.py`` as it does in a real session.
+The student's side is a real JupyterLab server (this venv's, with nbgrader's extensions as the
+requirements install them) in the student's home, driven over HTTP through the endpoints that
+the Assignments tab's list, Fetch and Submit buttons call, with the student's own
+``~/.jupyter/nbgrader_config.py``.
 """
 
+import contextlib
 import csv
 import getpass
 import json
+import os
+import secrets
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
 
 import pytest
 from autograder_support import (ASSIGNMENT, NOTEBOOK, SOLUTIONS, autograder, make_course, scores, source_notebook,
                                 submit, table, use_toy_registry)
-from nbgrader.server_extensions.assignment_list.handlers import AssignmentList
 from nbgrader.utils import parse_utc
 
 pytestmark = [pytest.mark.xdist_group("autograder"), pytest.mark.slow]
@@ -70,7 +78,52 @@ def test_due_date_and_late_penalty(course, capsys):
     assert "--due 'next tuesday-ish' is not a date" in capsys.readouterr().err
 
 
-def test_exchange_release_fetch_submit_collect_grade(course, tmp_path, monkeypatch, capsys):
+@contextlib.contextmanager
+def jupyterlab(home: Path):
+    """A JupyterLab server of the student's (this venv's, nbgrader extensions included) in ``home``.
+
+    Yields ``request(method, path) -> body``, authenticated with the server's token.
+    """
+    token = secrets.token_hex(16)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {**os.environ, "JUPYTER_CONFIG_DIR": str(home / ".jupyter"), "HOME": str(home)}
+    log = open(home / "jupyterlab.log", "w")  # noqa: SIM115 (closed below, once the server is gone)
+    server = subprocess.Popen(
+        [sys.executable, "-m", "jupyterlab", "--no-browser", f"--ServerApp.port={port}", "--ServerApp.ip=127.0.0.1",
+         f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={home}", "--ServerApp.port_retries=0", *(["--allow-root"] if os.geteuid() == 0 else [])],
+        cwd=home, env=env, stdout=subprocess.DEVNULL, stderr=log)
+
+    def request(method: str, path: str) -> str:
+        req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", method=method, data=b"" if method == "POST" else None,
+                                     headers={"Authorization": f"token {token}"})
+        with urllib.request.urlopen(req, timeout=60) as response:
+            return response.read().decode()
+
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                request("GET", "/api/status")
+                break
+            except OSError:
+                if server.poll() is not None or time.monotonic() > deadline:
+                    server.kill()
+                    raise AssertionError(f"JupyterLab did not start:\n{(home / 'jupyterlab.log').read_text()[-3000:]}") from None
+                time.sleep(0.3)
+        yield request
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+        log.close()
+
+
+def test_exchange_release_fetch_submit_collect_grade(course, tmp_path, capsys):
     exchange = tmp_path / "exchange"
     exchange.mkdir()
     # without an exchange there is nowhere to publish: said before anything is generated
@@ -82,28 +135,26 @@ def test_exchange_release_fetch_submit_collect_grade(course, tmp_path, monkeypat
     assert "published to the nbgrader exchange" in capsys.readouterr().out
     course_id = course.course_id
 
-    # The student's JupyterLab: ~/.jupyter/nbgrader_config.py points at the course's exchange
-    # (where the Assignments tab reads its configuration; a hub may use /etc/jupyter instead).
+    # The student's JupyterLab, a real server: ~/.jupyter/nbgrader_config.py points at the
+    # course's exchange (a hub may use /etc/jupyter instead); the server runs in their home.
     home = tmp_path / "student-home"
     (home / ".jupyter").mkdir(parents=True)
     (home / ".jupyter" / "nbgrader_config.py").write_text(f'c = get_config()\nc.Exchange.root = "{exchange}"\n')
-    monkeypatch.setenv("JUPYTER_CONFIG_DIR", str(home / ".jupyter"))
-    monkeypatch.chdir(home)  # the server runs in the student's home: fetched folders land there
-    tab = AssignmentList()
-    tab.root_dir = str(home)
-    listed = tab.list_released_assignments(course_id=course_id)
-    assert listed["success"], listed
-    assert [(a["assignment_id"], a["status"]) for a in listed["value"]] == [(ASSIGNMENT, "released")]
-    assert tab.fetch_assignment(course_id, ASSIGNMENT)["success"]
-    fetched = home / ASSIGNMENT / f"{NOTEBOOK}.ipynb"
-    released = json.loads(fetched.read_text())
-    assert "BEGIN SOLUTION" not in fetched.read_text() and "HIDDEN TESTS" not in fetched.read_text()
-    fetched.write_text(json.dumps(_answered(released)))
-    # the student works on a helper file too: it travels with the submission, is not a notebook
-    (home / ASSIGNMENT / "scratch.py").write_text("print('hi')\n")
-    assert tab.submit_assignment(course_id, ASSIGNMENT)["success"]
-    statuses = {a["status"] for a in tab.list_assignments(course_id=course_id)["value"]}
-    assert statuses == {"submitted", "fetched"}
+    with jupyterlab(home) as lab:
+        assert "@jupyter/nbgrader" in lab("GET", "/lab")  # the Assignments tab's plugin is in the page
+        listed = json.loads(lab("GET", f"/assignments?course_id={course_id}"))
+        assert listed["success"], listed
+        assert [(a["assignment_id"], a["status"]) for a in listed["value"]] == [(ASSIGNMENT, "released")]
+        query = f"?course_id={course_id}&assignment_id={ASSIGNMENT}"
+        assert {a["status"] for a in json.loads(lab("POST", "/assignments/fetch" + query))["value"]} == {"fetched"}
+        fetched = home / ASSIGNMENT / f"{NOTEBOOK}.ipynb"
+        text = fetched.read_text()
+        assert "BEGIN SOLUTION" not in text and "HIDDEN TESTS" not in text
+        fetched.write_text(json.dumps(_answered(json.loads(text))))
+        # a helper file of the student's travels with the submission; it is not a notebook
+        (home / ASSIGNMENT / "scratch.py").write_text("print('hi')\n")
+        submitted = json.loads(lab("POST", "/assignments/submit" + query))
+        assert {a["status"] for a in submitted["value"]} == {"submitted", "fetched"}, submitted
 
     # The instructor collects from the exchange and grades.
     assert autograder(course, "collect", ASSIGNMENT, str(tmp_path), "--exchange") == 2  # a path or the exchange
