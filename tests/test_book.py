@@ -246,9 +246,10 @@ def test_the_math_check_has_math_to_check(html):
 
 
 @pytest.mark.parametrize("name", PAGES)
-def test_images_load(rendered, name):
+def test_images_load(html, rendered, name):
     broken = [src for src, width in rendered[name].images if width == 0]
-    assert not broken, f"{name}: images that did not load: {broken}"
+    on_disk = {src: (html / unquote(urlsplit(src).path).lstrip("/")).is_file() for src in broken}
+    assert not broken, f"{name}: images that did not load (and whether the file exists now): {on_disk}"
 
 
 @pytest.mark.parametrize("name", PAGES)

@@ -21,7 +21,9 @@ def setup() -> None:
     try:
         from matplotlib_inline.backend_inline import set_matplotlib_formats
 
-        set_matplotlib_formats("svg")
+        # No date in the SVG: with the fixed id salt below, the same figure is the same bytes,
+        # so its file name (a hash of the bytes) is too, however often a chapter is executed.
+        set_matplotlib_formats("svg", metadata={"Date": None})
     except ImportError:  # outside IPython: the style below still applies
         pass
     mpl.rcParams.update({
@@ -39,6 +41,7 @@ def setup() -> None:
         "legend.frameon": False,
         "lines.linewidth": 2.0,
         "svg.fonttype": "path",
+        "svg.hashsalt": "autograd-course",  # clip-path ids from a fixed salt, not a random one
     })
 
 
