@@ -1,4 +1,4 @@
-"""Shared test configuration: Hypothesis profiles.
+"""Shared test configuration: Hypothesis profiles, and a guard that xdist groups hold.
 
 The engine's property tests draw shapes and values with Hypothesis. Each example runs a
 numerical gradient check, so examples are kept few and small, and the per-example deadline is
@@ -8,6 +8,8 @@ off (a loaded 2-core machine would otherwise fail tests for being slow, not wron
     HYPOTHESIS_PROFILE=thorough pytest   # many more, before a release
 """
 import os
+
+import pytest
 
 try:
     from hypothesis import HealthCheck, settings
@@ -20,3 +22,18 @@ if settings is not None:
     settings.register_profile("ci", max_examples=10, derandomize=True, **common)
     settings.register_profile("thorough", max_examples=300, **common)
     settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+
+
+@pytest.fixture(autouse=True)
+def _grouped_tests_share_a_worker(request):
+    """Under `-n 2 --dist loadgroup` (make test), fail a grouped test whose group was not honoured.
+
+    The book tests build into one folder and the nbgrader tests share gradebooks, so each group
+    must run on one worker. pytest-xdist passes the group in the node id; pytest 9.2 dropped that
+    silently (pytest-dev/pytest-xdist#1386) and the book was built twice into one folder.
+    """
+    mark = request.node.get_closest_marker("xdist_group")
+    if mark and os.environ.get("PYTEST_XDIST_WORKER") and request.config.getoption("loadgroup", False):
+        assert request.node.nodeid.endswith(f"@{mark.args[0]}"), (
+            f"pytest-xdist did not group {request.node.nodeid} (xdist_group {mark.args[0]!r}): "
+            "a pytest / pytest-xdist version mismatch? see requirements.txt")
