@@ -40,7 +40,7 @@ from pathlib import Path, PurePosixPath
 import nbformat
 from nbgrader.coursedir import CourseDirectory
 
-from .course import SAFE_ID, Course, CourseError
+from .course import SAFE_ID, Course, CourseError, nbgrader_errors
 
 MAX_NOTEBOOK_BYTES = 50 * 2**20
 JUNK = ("__MACOSX", ".DS_Store", ".ipynb_checkpoints", "Thumbs.db")
@@ -208,9 +208,7 @@ def collect_exchange(course: Course, assignment: str, exchange: str | Path | Non
         config.CourseDirectory.root = stage  # the gradebook stays the course's: collect reads the due date
         result = course.api(config).collect(assignment, update=True)
         if not result["success"]:
-            errors = [l for l in (result.get("log") or "").splitlines() if l.startswith(("[ERROR]", "[CRITICAL]"))]
-            raise CourseError(f"nbgrader collect failed for {assignment}:\n"
-                              + "\n".join(errors or [result.get("error") or "(no message)"]))
+            raise CourseError(f"nbgrader collect failed for {assignment}:\n{nbgrader_errors(result)}")
         _import(course, assignment, _staged_entries(CourseDirectory(config=config), assignment, report), {}, report)
     return report
 

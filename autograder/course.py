@@ -33,6 +33,12 @@ class CourseError(Exception):
     """A problem with the course directory, an assignment or a student, worded for the instructor."""
 
 
+def nbgrader_errors(result: dict) -> str:
+    """The error lines of an NbGraderAPI result (its log, else its traceback), for a CourseError."""
+    errors = [l for l in (result.get("log") or "").splitlines() if l.startswith(("[ERROR]", "[CRITICAL]"))]
+    return "\n".join(errors or [result.get("error") or "(no message)"])
+
+
 def grade_id_exercise(grade_id: str) -> str:
     """The exercise a cell belongs to: its grade_id without the -visible/-hidden/-written suffix.
 

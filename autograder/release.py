@@ -33,7 +33,7 @@ from pathlib import Path
 
 from nbgrader.utils import parse_utc
 
-from .course import Course, CourseError
+from .course import Course, CourseError, nbgrader_errors
 
 KIT = "coursekit"
 MARKERS = ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS")
@@ -221,11 +221,6 @@ def add_release_files(course: Course, assignment: str) -> None:
         build_kit(course.release_dir(assignment))
 
 
-def _nbgrader_errors(result: dict) -> str:
-    errors = [l for l in (result.get("log") or "").splitlines() if l.startswith(("[ERROR]", "[CRITICAL]"))]
-    return "\n".join(errors or [result.get("error") or "(no message)"])
-
-
 def parse_due(text: str) -> datetime:
     """A due date as nbgrader stores it (naive UTC); a time zone may be given, UTC otherwise."""
     try:
@@ -245,7 +240,7 @@ def release(course: Course, assignment: str, solutions: str | Path, due: str | N
     duedate = parse_due(due) if due else None
     result = course.api().generate_assignment(assignment, force=True, create=True)
     if not result["success"]:
-        raise CourseError(f"nbgrader generate_assignment failed for {assignment}:\n{_nbgrader_errors(result)}")
+        raise CourseError(f"nbgrader generate_assignment failed for {assignment}:\n{nbgrader_errors(result)}")
     if duedate is not None:
         with course.gradebook() as gb:
             gb.update_or_create_assignment(assignment, duedate=duedate)
@@ -265,5 +260,5 @@ def publish(course: Course, assignment: str, exchange: str | Path | None = None)
     config.ExchangeReleaseAssignment.force = True
     result = course.api(config).release_assignment(assignment)
     if not result["success"]:
-        raise CourseError(f"nbgrader release_assignment failed for {assignment}:\n{_nbgrader_errors(result)}")
+        raise CourseError(f"nbgrader release_assignment failed for {assignment}:\n{nbgrader_errors(result)}")
     return Path(config.Exchange.root) / course.course_id / "outbound" / assignment
