@@ -27,12 +27,12 @@ demo: install
 	rm -rf _build/grading-demo
 	$(PY) -m autograder demo a02_broadcasting --out _build/grading-demo
 
-test: install chromium postgresql
+test: install chromium postgresql bubblewrap
 	$(PY) -m pytest -q -n 2 --dist loadgroup
 
 # The book, readable offline at _build/html/index.html. Executed notebooks are cached in
 # _build/.jupyter_cache: a rebuild runs only the chapters whose code changed.
-.PHONY: book chromium postgresql
+.PHONY: book chromium postgresql bubblewrap
 book: install
 	$(VENV)/bin/jupyter-book build . -q
 
@@ -40,6 +40,10 @@ book: install
 # Debian machine, so install it when it is missing (needs root).
 chromium:
 	command -v chromium >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium)
+
+# bubblewrap: the sandbox that student code runs in while it is graded (autograder/judge/session.py).
+bubblewrap:
+	command -v bwrap >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap)
 
 # A PostgreSQL server for the test of `--db postgresql://...` (tests/test_autograder_postgres.py
 # starts a throwaway one of its own; the package's own cluster is not used).

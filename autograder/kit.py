@@ -160,14 +160,17 @@ def use(*objs) -> None:
 '''
 
 
-def build_kit(dest_dir: str | Path, specs: list[spec_module.Spec] | None = None) -> Path:
-    """Write `dest_dir/coursekit/` (replacing an older one) and return its path."""
+def kit_files(stubbed: list[spec_module.Spec] | None = None,
+              specs: list[spec_module.Spec] | None = None) -> dict[Path, str]:
+    """The kit as {path relative to the kit's parent folder: text}.
+
+    ``stubbed``: the exercises whose bodies are replaced by stubs (default: every exercise, the
+    students' kit). The grader's sandbox gets a kit with only the judged exercise stubbed: the
+    answer runs among the reference implementations of every other exercise.
+    """
     specs = specs if specs is not None else spec_module.load_all()
-    kit = Path(dest_dir) / PACKAGE
-    if kit.exists():
-        shutil.rmtree(kit)
-    (kit / "engine").mkdir(parents=True)
-    bodies = exercise_bodies(specs)
+    bodies = exercise_bodies(specs if stubbed is None else stubbed)
+    files: dict[Path, str] = {}
     for path in sorted(SOLUTIONS.rglob("*.py")):
         rel = path.relative_to(SOLUTIONS)
         if "__pycache__" in rel.parts:
@@ -177,11 +180,38 @@ def build_kit(dest_dir: str | Path, specs: list[spec_module.Spec] | None = None)
             continue
         text = stubbed_source(path, bodies[path.resolve()]) if path.resolve() in bodies else path.read_text()
         text = redacted_source(path, text)
-        target = kit / rel if top_level else kit / "engine" / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(_header(rel.as_posix()) + _rename(text, top_level))
-    (kit / "__init__.py").write_text(_init_source(specs))
+        target = Path(PACKAGE) / rel if top_level else Path(PACKAGE) / "engine" / rel
+        files[target] = _header(rel.as_posix()) + _rename(text, top_level)
+    files[Path(PACKAGE) / "__init__.py"] = _init_source(specs)
+    return files
+
+
+def build_kit(dest_dir: str | Path, specs: list[spec_module.Spec] | None = None) -> Path:
+    """Write `dest_dir/coursekit/` (replacing an older one) and return its path."""
+    kit = Path(dest_dir) / PACKAGE
+    if kit.exists():
+        shutil.rmtree(kit)
+    for rel, text in kit_files(specs=specs).items():
+        (Path(dest_dir) / rel).parent.mkdir(parents=True, exist_ok=True)
+        (Path(dest_dir) / rel).write_text(text)
     return kit
+
+
+def kit_modules(stubbed: list[spec_module.Spec], specs: list[spec_module.Spec] | None = None) -> dict[str, list]:
+    """The kit as importable modules {dotted name: [is_package, source, filename]}, for the sandbox's
+    in-memory importer (:mod:`autograder.sandbox.runner`)."""
+    modules = {}
+    for rel, text in kit_files(stubbed, specs).items():
+        parts = rel.with_suffix("").parts
+        is_package = parts[-1] == "__init__"
+        name = ".".join(parts[:-1] if is_package else parts)
+        modules[name] = [is_package, text, rel.as_posix()]
+    for rel in list(kit_files(stubbed, specs)):  # namespace folders without an __init__.py
+        for parent in rel.parents:
+            name = ".".join(parent.parts)
+            if name and name not in modules:
+                modules[name] = [True, "", (parent / "__init__.py").as_posix()]
+    return modules
 
 
 def body_lines(specs: list[spec_module.Spec] | None = None) -> list[tuple[str, str]]:
