@@ -66,7 +66,7 @@ def encode(value, blobs: list[bytes], handle=None, depth: int = 0):
     if type(value) is float:
         return value
     if isinstance(value, np.ndarray) and value.dtype.kind in "biufcSUV" and not value.dtype.hasobject:
-        blobs.append(_npy(np.ascontiguousarray(value)))
+        blobs.append(_npy(value))
         return {"$a": len(blobs) - 1}
     if isinstance(value, np.generic) and np.asarray(value).dtype.kind in "biufc":
         blobs.append(_npy(np.asarray(value)))

@@ -1,0 +1,168 @@
+"""Judge one exercise of one notebook: the check runs here, the answer runs in a sandbox.
+
+For exercise E the sandbox gets (1) the course kit with *only E* stubbed, so every other
+exercise is the reference (isolation: one early bug costs points once), and E's reference is
+nowhere in it; (2) the student's code cells above E's first hidden test cell, in notebook
+order (test cells never run: the judge decides); (3) E's name. The check registered for E is
+then called with a proxy of the student's answer and decides, from plain data only, whether it
+passes. Every way the sandbox can end becomes a verdict with a message, never an exception:
+
+========================================  ==========================================
+what happened                             verdict message
+========================================  ==========================================
+the check raised GradingFailure           its message
+the answer raised NotImplementedError     not implemented yet
+the answer raised anything else           your code raised X: ... (in f, line n)
+the sandbox ran over its time budget      ran over the time limit ... (endless loop?)
+the sandbox died (os._exit, segfault)     the Python process running your code ...
+========================================  ==========================================
+"""
+from __future__ import annotations
+
+import contextlib
+import functools
+import time
+import traceback
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+
+from autograder.judge import session as sessions
+from autograder.judge.session import Sandbox, SandboxDied, SandboxFailure, SandboxTimeout, Session, StudentError
+
+_CURRENT: list[Session] = []
+
+
+@dataclass(frozen=True)
+class Verdict:
+    exercise: str
+    passed: bool
+    message: str = ""           # for the student: what is wrong (empty when passed)
+    seconds: float = 0.0
+    detail: str = ""            # for the instructor's log only (a grader bug's traceback)
+
+
+def current() -> Session:
+    """The session of the exercise being judged (hidden checks reach the sandbox through it)."""
+    if not _CURRENT:
+        raise RuntimeError("no exercise is being judged: call a check through autograder.judge.judge")
+    return _CURRENT[-1]
+
+
+def student_module(reference_name: str):
+    """The sandbox's counterpart of a reference module: "solutions.ops" -> the kit's "coursekit.engine.ops"."""
+    from autograder.isolation import KIT_TO_REFERENCE
+    for kit, ref in sorted(KIT_TO_REFERENCE, key=lambda pair: -len(pair[1])):
+        if reference_name == ref or reference_name.startswith(ref + "."):
+            return current().module(kit + reference_name[len(ref):])
+    raise ValueError(f"{reference_name} has no counterpart in the course kit")
+
+
+@contextlib.contextmanager
+def _judging(session: Session) -> Iterator[None]:
+    _CURRENT.append(session)
+    try:
+        yield
+    finally:
+        _CURRENT.pop()
+
+
+@functools.cache
+def transform(source: str) -> str:
+    """IPython syntax (magics, ``!shell``, ``x?``) as plain Python calls on ``get_ipython()``.
+
+    Text in, text out: the trusted side only rewrites the student's source, never runs it.
+    """
+    from IPython.core.inputtransformer2 import TransformerManager
+    try:
+        return TransformerManager().transform_cell(source)
+    except Exception:  # noqa: BLE001 (unparseable input stays as it is and fails in the sandbox)
+        return source
+
+
+def code_cells(cells: list[dict], exercise: str) -> list[tuple[str, str]]:
+    """(label, source) of the code cells above ``exercise``'s first hidden test cell, test cells left out.
+
+    ``cells`` are nbformat cells of a notebook whose structure was restored from the template,
+    so test cells are the template's and carry its metadata.
+    """
+    out = []
+    for index, cell in enumerate(cells):
+        meta = (cell.get("metadata") or {}).get("nbgrader") or {}
+        grade_id = meta.get("grade_id", "")
+        is_test = bool(meta.get("grade")) and not meta.get("solution")
+        if is_test and grade_id.startswith(f"{exercise}-hidden"):
+            break
+        if cell.get("cell_type") != "code" or is_test:
+            continue
+        source = cell.get("source", "")
+        source = "".join(source) if isinstance(source, list) else str(source)
+        out.append((grade_id or f"cell {index + 1}", transform(source)))
+    return out
+
+
+@functools.cache
+def _engine(exercise_id: str) -> tuple[dict, dict[str, str]]:
+    """The sandbox's kit for one exercise (only it stubbed) and every exercise name -> its kit module."""
+    from autograder import kit, spec
+    judged = spec.by_id(exercise_id)
+    specs = [*(s for s in spec.load_all() if s.id != judged.id), judged]
+    modules = kit.kit_modules([judged], specs)
+    homes = {s.name: kit._rename(s.module, top_level=False) for s in specs}
+    return modules, homes
+
+
+def judge(exercise_id: str, cells: list[tuple[str, str]], *, sandbox: Sandbox, budget: float = 60.0) -> Verdict:
+    """Run the hidden check of ``exercise_id`` on the answer the cells define."""
+    from autograder import spec as specs
+    from autograder.harness import GradingFailure, find, seed
+
+    started = time.monotonic()
+    the_spec = specs.by_id(exercise_id)
+    check = find(exercise_id)
+    modules, homes = _engine(exercise_id)
+    others = [s.name for s in specs.load(exercise_id) if s.id != exercise_id]
+
+    def verdict(passed: bool, message: str = "", detail: str = "") -> Verdict:
+        return Verdict(exercise_id, passed, message, time.monotonic() - started, detail)
+
+    try:
+        with Session(sandbox, budget=budget) as session, _judging(session):
+            ready = session.setup(modules, homes, cells, the_spec.name, others)
+            if not ready.defined:
+                return verdict(False, _undefined(the_spec.name, exercise_id, ready.cells))
+            try:
+                check.run(ready.answer, np.random.default_rng(seed(exercise_id)))
+            except GradingFailure as failure:
+                return verdict(False, str(failure))
+            except NotImplementedError:
+                return verdict(False, "not implemented yet (the function still raises NotImplementedError)")
+            except StudentError as error:
+                return verdict(False, f"your code raised {error.remote_type}: {_first_line(error)}{error.where}")
+            except Exception as error:  # noqa: BLE001 (a bug of the check's own: the student is not blamed silently)
+                return verdict(False, "the grader could not check this exercise; your instructor has been told",
+                               detail="".join(traceback.format_exception(error)))
+    except SandboxTimeout as failure:
+        return verdict(False, f"your code {failure} (an endless loop, or far too slow?)")
+    except SandboxDied as failure:
+        return verdict(False, f"the Python process running your code {failure} while this exercise was checked")
+    except SandboxFailure as failure:
+        return verdict(False, f"your code {failure}")
+    return verdict(True)
+
+
+def _first_line(error: BaseException, limit: int = 300) -> str:
+    text = str(error).strip().split("\n")[0]
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _undefined(name: str, exercise_id: str, cells: list[dict]) -> str:
+    own = next((c for c in cells if c["label"] == exercise_id), None)
+    if own is not None and own["error"] is not None:
+        e = own["error"]
+        return f"the cell that defines {name} raised {e['type']}: {e['msg'][:300]}{e['where']}; fix it and rerun it"
+    return f"{name} is not defined: write it in the exercise cell ({exercise_id}) and run it"
+
+
+__all__ = ["Verdict", "judge", "code_cells", "current", "student_module", "transform", "sessions"]
