@@ -1,93 +1,98 @@
-"""The hidden checks, in-process and fast (no nbgrader): they pass the reference, catch every
+"""The hidden checks, through the trusted judge: they pass the reference answers, catch every
 mutant with the right kind of message, isolate one exercise from the others, and survive garbage.
 
-The end-to-end version (mutants planted in the notebooks and graded by nbgrader) is
-`autograder check`, tested by the autograder's own tests.
+Each case is a notebook (the source notebook of an assignment: its solution regions are the
+reference answers), optionally with one cell changed, judged exercise by exercise exactly as
+`autograder grade` judges a student: the answer in a sandbox, the check here.
 """
 from __future__ import annotations
 
+import copy
+import functools
 import importlib
-import inspect
+import json
 import re
-import time
+from pathlib import Path
 
-import numpy as np
 import pytest
 
 from autograder import spec as spec_module
-from autograder.harness import PACKAGE_EXERCISES, check
+from autograder.harness import PACKAGE_EXERCISES
+from autograder.judge.judge import code_cells, judge
+from autograder.judge.session import Sandbox
 from autograder.mutants import Mutant, load_mutants
-from autograder.regions import locate
+from autograder.selfcheck import apply_mutant
 
-# Every assignment with a registry of hidden checks (autograder/exercises/aNN_name.py).
+REPO = Path(__file__).resolve().parents[1]
+SOURCE = REPO / "assignments" / "source"
 ASSIGNMENTS = sorted(p.stem for p in PACKAGE_EXERCISES.glob("a[0-9][0-9]_*.py"))
 SPECS = [s for a in ASSIGNMENTS for s in spec_module.load(a)]
 MUTANTS = [(a, m) for a in ASSIGNMENTS for m in load_mutants(a)]
+SANDBOX = Sandbox()
 
 
-def failure(exercise_id: str, obj) -> str:
-    """The student-facing message of a failing check ('' if it passes)."""
-    try:
-        check(exercise_id, obj)
-    except AssertionError as error:
-        return str(error)
-    return ""
+@functools.cache
+def source_notebooks(assignment: str) -> dict[str, dict]:
+    return {p.stem: json.loads(p.read_text()) for p in sorted((SOURCE / assignment).glob("*.ipynb"))}
 
 
-def notebook_namespace(exercise_id: str, mutant: Mutant | None = None) -> tuple[dict, spec_module.Spec]:
-    """The reference module of an exercise, optionally with a mutant planted, executed as a
-    student's notebook would be: exercise names are defined by this (student) code, everything
-    else (Value, Function, helpers: what the kit gives) is the reference object."""
-    spec = spec_module.by_id(exercise_id)
-    source = spec.path.read_text()
-    if mutant is not None:
-        lines = source.split("\n")
-        hits = []
-        for qualname in spec.defs:
-            body = locate(source, qualname)
-            start = sum(len(line) + 1 for line in lines[: body.start - 1])
-            end = start + len("\n".join(lines[body.start - 1: body.end]))
-            at = source.find(mutant.find, start, end)
-            while at != -1 and at + len(mutant.find) <= end:
-                hits.append(at)
-                at = source.find(mutant.find, at + 1, end)
-        assert len(hits) == 1, f"mutant {mutant.id}: `find` occurs {len(hits)} times in the solution regions " \
-                               f"of {mutant.exercise}; it must occur exactly once (did solutions/ change?)"
-        source = source[: hits[0]] + mutant.replace + source[hits[0] + len(mutant.find):]
-    module = importlib.import_module(spec.module)
-    namespace = {"__name__": "student_notebook", "__package__": module.__package__}
-    label = f"mutant {mutant.id}" if mutant else "the reference solution"
-    exec(compile(source, f"<notebook with {label}>", "exec"), namespace)
-    exercise_names = {s.name for s in spec_module.load(exercise_id)}
-    for name, value in vars(module).items():
-        if name not in exercise_names and not name.startswith("__"):
-            namespace[name] = value
-    return namespace, spec
+def assignment_of(exercise_id: str) -> str:
+    prefix = exercise_id.split("-", 1)[0]
+    return next(a for a in ASSIGNMENTS if a.startswith(prefix + "_"))
 
 
-def mutated_namespace(mutant: Mutant) -> tuple[dict, spec_module.Spec]:
-    return notebook_namespace(mutant.exercise, mutant)
+def notebook_with(exercise_id: str, notebooks: dict[str, dict] | None = None) -> dict:
+    """The notebook (of `notebooks`, default the source) that holds the exercise's answer cell."""
+    notebooks = notebooks or source_notebooks(assignment_of(exercise_id))
+    for nb in notebooks.values():
+        if any((c.get("metadata", {}).get("nbgrader") or {}).get("grade_id") == exercise_id for c in nb["cells"]):
+            return nb
+    raise LookupError(exercise_id)
+
+
+def failure(exercise_id: str, notebook: dict | None = None, budget: float = 60) -> str:
+    """The student-facing message for the exercise in `notebook` ('' if it passes)."""
+    notebook = notebook or notebook_with(exercise_id)
+    result = judge(exercise_id, code_cells(notebook["cells"], exercise_id), sandbox=SANDBOX, budget=budget)
+    assert not result.detail, f"the check of {exercise_id} itself failed:\n{result.detail}"
+    return "" if result.passed else f"{exercise_id}: {result.message}"
+
+
+def with_answer(exercise_id: str, source: str) -> dict:
+    """The source notebook with the exercise's answer cell replaced by `source`."""
+    nb = copy.deepcopy(notebook_with(exercise_id))
+    for cell in nb["cells"]:
+        if (cell.get("metadata", {}).get("nbgrader") or {}).get("grade_id") == exercise_id:
+            cell["source"] = source
+    return nb
+
+
+def mutated(assignment: str, mutant: Mutant) -> dict:
+    _, nb = apply_mutant(source_notebooks(assignment), mutant, assignment)
+    return nb
+
+
+def unanswered(assignment: str) -> dict[str, dict]:
+    """The notebooks as released: every solution region is nbgrader's stub."""
+    out = {}
+    for name, nb in source_notebooks(assignment).items():
+        nb = copy.deepcopy(nb)
+        for cell in nb["cells"]:
+            source = "".join(cell["source"])
+            cell["source"] = re.sub(r"( *)### BEGIN SOLUTION\n.*?### END SOLUTION", r"\1raise NotImplementedError()",
+                                    source, flags=re.S)
+        out[name] = nb
+    return out
 
 
 # --------------------------------------------------------------------------------------------
-# The reference passes; every mutant is caught with the right message
+# The reference passes, the unanswered notebook does not, every mutant is caught by its own check
 # --------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("spec", SPECS, ids=[s.id for s in SPECS])
-def test_reference_solution_passes(spec):
-    namespace, _ = notebook_namespace(spec.id)
-    assert failure(spec.id, namespace[spec.name]) == ""
-
-
-def test_the_reference_itself_is_refused():
-    """The grading machine has solutions/ installed: importing the answer from it scores nothing."""
-    for exercise_id in ("a02-mul", "a01-backward"):
-        spec = spec_module.by_id(exercise_id)
-        assert "must be your own code" in failure(exercise_id, spec.reference())
-    import solutions.ops.elementwise as E
-    inherited = type("Mul", (E.Mul,), {"__module__": "student_notebook"})
-    assert "does not define backward itself" in failure("a02-mul", inherited)
-    borrowed = type("Mul", (E.Function,), {"forward": E.Mul.forward, "backward": E.Mul.backward})
-    assert "must be your own code" in failure("a02-mul", borrowed)
+def test_reference_answer_passes_and_the_unanswered_stub_does_not(spec):
+    assert failure(spec.id) == ""
+    stub = notebook_with(spec.id, unanswered(assignment_of(spec.id)))
+    assert failure(spec.id, stub) != ""
 
 
 def test_enough_auto_graded_exercises_and_mutants():
@@ -100,88 +105,59 @@ def test_enough_auto_graded_exercises_and_mutants():
 
 
 @pytest.mark.parametrize("assignment,mutant", MUTANTS, ids=[f"{a}:{m.id}" for a, m in MUTANTS])
-def test_mutant_is_caught_with_the_kind_of_mistake(assignment, mutant):
+def test_mutant_is_caught_with_the_kind_of_mistake_and_costs_no_other_exercise(assignment, mutant):
     expected = importlib.import_module(f"autograder.mutants.{assignment}").EXPECTED[mutant.id]
-    namespace, spec = mutated_namespace(mutant)
-    message = failure(mutant.exercise, namespace[spec.name])
+    nb = mutated(assignment, mutant)
+    message = failure(mutant.exercise, nb)
     assert message, f"mutant {mutant.id} ({mutant.why}) passes the hidden check of {mutant.exercise}"
     assert message.startswith(f"{mutant.exercise}: ")
     assert expected in message, f"mutant {mutant.id}: the message should name the mistake ({expected!r}): {message}"
     # Student-facing: no hidden values (floats with several digits), no checker internals.
     assert not re.search(r"\d\.\d{3,}", message), message
     assert "autograder/" not in message and "Traceback" not in message
-
-
-@pytest.mark.parametrize("assignment,mutant", MUTANTS, ids=[f"{a}:{m.id}" for a, m in MUTANTS])
-def test_mutant_costs_no_other_exercise(assignment, mutant):
-    """Isolation: the other exercises defined in the same (mutated) file still pass, although
-    their code refers to the mutated function (`BroadcastTo.backward` calls `unbroadcast`)."""
-    namespace, spec = mutated_namespace(mutant)
-    others = [s for s in spec_module.load(assignment) if s.id != spec.id and s.path == spec.path]
-    for other in others:
-        assert failure(other.id, namespace[other.name]) == "", f"mutant {mutant.id} also breaks {other.id}"
+    # Isolation: the exercises below the mutated cell see it, and still pass.
+    ids = [(c.get("metadata", {}).get("nbgrader") or {}).get("grade_id") for c in nb["cells"]]
+    below = [s for s in spec_module.load(assignment) if s.id in ids and ids.index(s.id) > ids.index(mutant.exercise)]
+    for other in below:
+        assert failure(other.id, nb) == "", f"mutant {mutant.id} also breaks {other.id}"
 
 
 # --------------------------------------------------------------------------------------------
-# Isolation across files: a buggy unbroadcast in the notebook does not cost Mul its points
+# Isolation across exercises, and garbage: clear failures, never a crash of the judge
 # --------------------------------------------------------------------------------------------
-def _student_namespace(module_name: str, **names) -> dict:
-    module = importlib.import_module(module_name)
-    namespace = {k: v for k, v in vars(module).items() if not k.startswith("__")}
-    namespace.update(__name__="student_notebook", **names)
-    return namespace
-
-
 def test_mul_is_graded_with_the_reference_unbroadcast():
-    bad_unbroadcast = mutated_namespace(next(m for _, m in MUTANTS if m.id == "unbroadcast-axis0-only"))[0]["unbroadcast"]
-    import solutions.ops.elementwise as E
-
-    namespace = _student_namespace("solutions.ops.elementwise", unbroadcast=bad_unbroadcast)
-    exec(compile(inspect.getsource(E.Mul), "<notebook>", "exec"), namespace)
-    student_mul = namespace["Mul"]
-    # Run as is (no isolation), the student's Mul is wrong because of their unbroadcast ...
-    from solutions import Tensor, override
-    x, y = Tensor(np.ones((4, 3)), requires_grad=True), Tensor(np.ones((4, 1)), requires_grad=True)
-    with override(Mul=student_mul):
-        with pytest.raises(RuntimeError, match="unbroadcast"):
-            (x * y).backward(np.ones((4, 3)))
-    # ... but its grade only depends on Mul itself.
-    assert failure("a02-mul", student_mul) == ""
-    assert "only axis 0" in failure("a02-unbroadcast", bad_unbroadcast)
+    bad = "def unbroadcast(grad, shape):\n    return grad.sum(axis=0)\n"
+    nb = with_answer("a02-unbroadcast", bad)
+    assert "only axis 0" in failure("a02-unbroadcast", nb)
+    assert failure("a02-mul", nb) == ""
 
 
 def test_backward_is_graded_with_the_reference_topological_order():
-    def topological_order(root):
-        return [root]  # wrong: only the root
-
-    namespace = _student_namespace("solutions.scalar", topological_order=topological_order)
-    exec(compile(inspect.getsource(importlib.import_module("solutions.scalar").backward), "<notebook>", "exec"),
-         namespace)
-    assert failure("a01-backward", namespace["backward"]) == ""
-    assert failure("a01-topological-order", topological_order) != ""
+    nb = with_answer("a01-topological-order", "def topological_order(root):\n    return [root]\n")
+    assert failure("a01-topological-order", nb) != ""
+    assert failure("a01-backward", nb) == ""
 
 
-# --------------------------------------------------------------------------------------------
-# Garbage from student code: clear failures, never a crash of the grader
-# --------------------------------------------------------------------------------------------
-def _op(name: str, backward, base="solutions.ops.elementwise"):
-    module = importlib.import_module(base)
-    reference = getattr(module, name)
-    return type(name, (reference.__mro__[1],), {"forward": reference.forward, "backward": backward,
-                                                  "__init__": reference.__init__, "__module__": "student_notebook"})
+MUL = """class Mul(Function):
+    def forward(self, x, y):
+        return x * y
+
+    def backward(self, grad):
+        {body}
+"""
 
 
-@pytest.mark.parametrize("returned,expected", [
-    (lambda self, grad: None, "returned None"),
-    (lambda self, grad: (grad.data, grad.data), "NumPy array"),
-    (lambda self, grad: (grad, grad, grad), "3 gradient(s) for 2 input(s)"),
-    (lambda self, grad: ("x", "y"), "returned str"),
-    (lambda self, grad: (grad * np.nan, grad), "nan or inf"),
-    (lambda self, grad: (grad.sum(), grad.sum()), "shape"),
-    (lambda self, grad: 1 / 0, "ZeroDivisionError"),
+@pytest.mark.parametrize("body,expected", [
+    ("return None", "returned None"),
+    ("return grad.data, grad.data", "NumPy array"),
+    ("return grad, grad, grad", "3 gradient(s) for 2 input(s)"),
+    ("return 'x', 'y'", "returned str"),
+    ("return grad * np.nan, grad", "nan or inf"),
+    ("return grad.sum(), grad.sum()", "shape"),
+    ("return 1 / 0", "ZeroDivisionError"),
 ])
-def test_garbage_from_an_op_backward(returned, expected):
-    message = failure("a02-mul", _op("Mul", returned))
+def test_garbage_from_an_op_backward(body, expected):
+    message = failure("a02-mul", with_answer("a02-mul", MUL.format(body=body)))
     assert message and expected in message, message
 
 
@@ -191,68 +167,26 @@ FUNCTIONS = [s for s in SPECS if not s.regions]
 @pytest.mark.parametrize("spec", FUNCTIONS, ids=[s.id for s in FUNCTIONS])
 def test_garbage_from_any_exercise_function(spec):
     """None, or an exception, from any function exercise: a failure that says so, never a crash of
-    the checker reported as the student's (an AttributeError on the None it returned)."""
-    namespace = {"__name__": "student_notebook"}
-    exec(f"def {spec.name}(*args, **kwargs):\n    return None\n", namespace)
-    message = failure(spec.id, namespace[spec.name])
+    the judge reported as the student's (an AttributeError on the None it returned)."""
+    message = failure(spec.id, with_answer(spec.id, f"def {spec.name}(*args, **kwargs):\n    return None\n"))
     assert message.startswith(f"{spec.id}: ") and "your code raised" not in message, message
-    exec(f"def {spec.name}(*args, **kwargs):\n    raise ValueError('boom')\n", namespace)
-    message = failure(spec.id, namespace[spec.name])
+    message = failure(spec.id, with_answer(spec.id, f"def {spec.name}(*args, **kwargs):\n    raise ValueError('boom')\n"))
     assert "your code raised ValueError: boom" in message and "autograder/" not in message, message
 
 
-def test_garbage_from_scalar_functions():
-    assert "return the new output Value" in failure("a01-add", lambda a, b: None)
-    assert "return the new output Value" in failure("a01-exp", lambda a: 3.0)
-    assert "return a list" in failure("a01-topological-order", lambda root: {root})
-    assert "raised TypeError" in failure("a01-backward", lambda root: len(root))
-
-
 def test_not_implemented_and_wrong_kind():
-    def unbroadcast(grad, shape):
-        raise NotImplementedError()
-
-    assert "not implemented yet" in failure("a02-unbroadcast", unbroadcast)
-    assert "expected the class Mul" in failure("a02-mul", lambda x, y: x)
+    stub = "def unbroadcast(grad, shape):\n    raise NotImplementedError()\n"
+    assert "not implemented yet" in failure("a02-unbroadcast", with_answer("a02-unbroadcast", stub))
+    assert "expected the class Mul" in failure("a02-mul", with_answer("a02-mul", "def Mul(x, y):\n    return x\n"))
 
 
-def test_an_exponential_topological_order_is_stopped_by_the_time_limit():
-    def topological_order(root):  # correct order, but every path is walked: exponential
-        order = []
-
-        def visit(node):
-            for child in node._children:
-                visit(child)
-            order.append(node)
-
-        import sys
-        limit = sys.getrecursionlimit()
-        sys.setrecursionlimit(max(limit, 50_000))
-        try:
-            visit(root)
-        finally:
-            sys.setrecursionlimit(limit)
-        return list(dict.fromkeys(order))
-
-    start = time.perf_counter()
-    message = failure("a01-topological-order", topological_order)
-    assert "exponential" in message, message
-    assert time.perf_counter() - start < 10
+def test_an_endless_loop_in_an_op_is_stopped_with_a_message():
+    endless = MUL.format(body="while True:\n            pass")
+    message = failure("a02-mul", with_answer("a02-mul", endless), budget=5)
+    assert "time limit" in message, message
 
 
 def test_the_checks_are_deterministic():
-    namespace, spec = mutated_namespace(next(m for _, m in MUTANTS if m.id == "div-wrong-power"))
-    assert failure(spec.id, namespace[spec.name]) == failure(spec.id, namespace[spec.name])
-
-
-def test_an_endless_loop_in_an_op_is_stopped(monkeypatch):
-    import autograder.checks
-    import solutions.ops.elementwise as E
-
-    def backward(self, grad):
-        while True:
-            pass
-
-    monkeypatch.setattr(autograder.checks, "OP_TIME_LIMIT", 1.0)
-    endless = type("Exp", (E.Function,), {"forward": E.Exp.forward, "backward": backward, "__module__": "nb"})
-    assert "endless loop" in failure("a02-exp", endless)
+    assignment, mutant = next((a, m) for a, m in MUTANTS if m.id == "div-wrong-power")
+    nb = mutated(assignment, mutant)
+    assert failure(mutant.exercise, nb) == failure(mutant.exercise, nb)

@@ -1,8 +1,8 @@
 """Hidden checks of a02_broadcasting: gradients of the tensor ops, broadcasting included.
 
-Every op is graded inside the reference engine (`with override(Mul=student_class)`), isolated
-(see `autograder.isolation`): names of the other exercises it uses (`unbroadcast`, ...) are the
-reference ones. Cases cover the broadcasting patterns (new leading axes, stretched size-1 axes,
+Every op is graded by the trusted judge: the student's class runs in the sandbox's engine, where
+every other exercise (`unbroadcast`, ...) is the reference; the same case runs through the
+reference engine here, and only arrays cross. Cases cover the broadcasting patterns (new leading axes, stretched size-1 axes,
 0-d tensors), float32 and float64, an input that needs no gradient, and gradients of gradients
 (create_graph=True). Messages name the kind of mistake and the case's pattern, never its values.
 """
@@ -10,15 +10,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from autograder.checks import Case, Context, check_op, close, prepare, run, spec_of, sum_to
+from autograder.checks import Case, Context, check_op, close, prepare, run, student_engine, sum_to
 from autograder.harness import GradingFailure
-from autograder.isolation import override_everywhere
 from autograder.spec import graded
 
 
-def _ops():
-    import solutions.ops as ops
-    return ops
+def op(name: str):
+    """A case's call: the engine's lowercase function `name` (`E.ops.mul`), for either engine E."""
+    return lambda E, *xs: getattr(E.ops, name)(*xs)
 
 
 def _shape_text(shape) -> str:
@@ -61,8 +60,8 @@ def _unbroadcast_shape_hint(gshape, shape, got) -> str:
 
 @graded("a02-unbroadcast", "solutions.ops.shape:unbroadcast", points=3, title="unbroadcast")
 def check_unbroadcast(unbroadcast, rng):
-    from solutions import Tensor, grad
-
+    S = student_engine()
+    Tensor, grad = S.Tensor, S.grad
     f = prepare(unbroadcast, "a02-unbroadcast", "function")
     for dtype in (np.float64, np.float32):
         for gshape, shape, what in UNBROADCAST_CASES:
@@ -74,8 +73,8 @@ def check_unbroadcast(unbroadcast, rng):
                                      "with Tensor operations (grad.sum(...), .reshape(...))")
             if out.shape != tuple(shape):
                 raise GradingFailure(f"{label}: {_unbroadcast_shape_hint(gshape, shape, out.shape)}")
-            if out.dtype != dtype:
-                raise GradingFailure(f"{label}: the result is {out.dtype} for a {np.dtype(dtype).name} gradient; "
+            if out.data.dtype != dtype:
+                raise GradingFailure(f"{label}: the result is {out.data.dtype} for a {np.dtype(dtype).name} gradient; "
                                      "keep the gradient's dtype")
             want = sum_to(g.astype(np.float64), shape)
             if not close(out.data, want, dtype):
@@ -97,16 +96,14 @@ def check_unbroadcast(unbroadcast, rng):
     if dg is None or not close(dg.data, np.broadcast_to(v, (4, 3))):
         raise GradingFailure("the gradient through your unbroadcast is wrong (it must be the adjoint of broadcasting)")
 
-    # Inside the engine: every binary op's backward now calls the student's unbroadcast.
-    ops = _ops()
-    with override_everywhere("unbroadcast", f, spec_of("a02-unbroadcast").reference()):
-        for xs, ys in [((4, 3), (3,)), ((2, 3, 4), (3, 1)), ((), (2, 2))]:
-            x = Tensor(rng.standard_normal(xs), requires_grad=True)
-            y = Tensor(rng.standard_normal(ys), requires_grad=True)
-            upstream = rng.standard_normal(np.broadcast_shapes(xs, ys))
-            run("x * y with broadcasting, using your unbroadcast", lambda: ops.mul(x, y).backward(upstream))
-            if not (close(x.grad.data, sum_to(upstream * y.data, xs)) and close(y.grad.data, sum_to(upstream * x.data, ys))):
-                raise GradingFailure("inside the engine (x * y with broadcasting) the gradients come out wrong")
+    # Inside the engine: every binary op's backward calls the student's unbroadcast (plugged in).
+    for xs, ys in [((4, 3), (3,)), ((2, 3, 4), (3, 1)), ((), (2, 2))]:
+        xd, yd = rng.standard_normal(xs), rng.standard_normal(ys)
+        x, y = Tensor(xd, requires_grad=True), Tensor(yd, requires_grad=True)
+        upstream = rng.standard_normal(np.broadcast_shapes(xs, ys))
+        run("x * y with broadcasting, using your unbroadcast", lambda: S.ops.mul(x, y).backward(upstream))
+        if not (close(x.grad.data, sum_to(upstream * yd, xs)) and close(y.grad.data, sum_to(upstream * xd, ys))):
+            raise GradingFailure("inside the engine (x * y with broadcasting) the gradients come out wrong")
 
 
 # --------------------------------------------------------------------------------------------
@@ -143,20 +140,18 @@ def binary_cases(rng, call, positive_y: bool = False) -> list[Case]:
 @graded("a02-add", "solutions.ops.elementwise:Add", regions=("backward",), points=2, title="Add")
 def check_add(Add, rng):
     cls = prepare(Add, "a02-add", "class")
-    ops = _ops()
 
     def hint(ctx):
         if ctx.matches(sum_to(np.ones_like(ctx.out), ctx.inputs[ctx.index].shape)):
             return f"the gradient of {ctx.name} ignores the upstream gradient: d(x + y)/d{ctx.name} = 1, times grad"
         return None
 
-    check_op(cls, "Add", binary_cases(rng, ops.add), rng, hint)
+    check_op(cls, "Add", binary_cases(rng, op("add")), rng, hint)
 
 
 @graded("a02-mul", "solutions.ops.elementwise:Mul", regions=("backward",), points=2, title="Mul")
 def check_mul(Mul, rng):
     cls = prepare(Mul, "a02-mul", "class")
-    ops = _ops()
 
     def hint(ctx):
         x, y = ctx.inputs
@@ -169,13 +164,12 @@ def check_mul(Mul, rng):
             return f"the gradient of {ctx.name} ignores the upstream gradient: multiply by grad (the chain rule)"
         return None
 
-    check_op(cls, "Mul", binary_cases(rng, ops.mul), rng, hint)
+    check_op(cls, "Mul", binary_cases(rng, op("mul")), rng, hint)
 
 
 @graded("a02-div", "solutions.ops.elementwise:Div", regions=("backward",), points=2, title="Div")
 def check_div(Div, rng):
     cls = prepare(Div, "a02-div", "class")
-    ops = _ops()
 
     def hint(ctx):
         x, y = ctx.inputs
@@ -192,7 +186,7 @@ def check_div(Div, rng):
                 return "d(x/y)/dx = 1/y: divide grad by y"
         return None
 
-    check_op(cls, "Div", binary_cases(rng, ops.div, positive_y=True), rng, hint)
+    check_op(cls, "Div", binary_cases(rng, op("div"), positive_y=True), rng, hint)
 
 
 # --------------------------------------------------------------------------------------------
@@ -212,7 +206,6 @@ def unary_cases(rng, call, low=-2.0, high=2.0, extra=()) -> list[Case]:
 @graded("a02-pow-scalar", "solutions.ops.elementwise:PowScalar", regions=("backward",), points=2, title="PowScalar")
 def check_pow_scalar(PowScalar, rng):
     cls = prepare(PowScalar, "a02-pow-scalar", "class")
-    ops = _ops()
     for p, label in [(2, "a square"), (3, "a cube"), (0.5, "a square root"), (-1.5, "a negative fractional power"),
                      (1, "the power 1")]:
         def hint(ctx, p=p):
@@ -225,7 +218,7 @@ def check_pow_scalar(PowScalar, rng):
                 return "multiply by the upstream gradient grad (the chain rule)"
             return None
 
-        cases = unary_cases(rng, lambda x, p=p: ops.pow(x, p), 0.5, 2.0)
+        cases = unary_cases(rng, lambda E, x, p=p: E.ops.pow(x, p), 0.5, 2.0)
         for c in cases:
             c.label = f"exponent {label}, {c.label}"
         check_op(cls, "PowScalar", cases, rng, hint)
@@ -234,7 +227,6 @@ def check_pow_scalar(PowScalar, rng):
 @graded("a02-exp", "solutions.ops.elementwise:Exp", regions=("backward",), points=2, title="Exp")
 def check_exp(Exp, rng):
     cls = prepare(Exp, "a02-exp", "class")
-    ops = _ops()
 
     def hint(ctx):
         (x,) = ctx.inputs
@@ -242,13 +234,12 @@ def check_exp(Exp, rng):
             return "exp'(x) = exp(x), which is the output: use self.output, not the input"
         return None
 
-    check_op(cls, "Exp", unary_cases(rng, ops.exp), rng, hint)
+    check_op(cls, "Exp", unary_cases(rng, op("exp")), rng, hint)
 
 
 @graded("a02-log", "solutions.ops.elementwise:Log", regions=("backward",), points=2, title="Log")
 def check_log(Log, rng):
     cls = prepare(Log, "a02-log", "class")
-    ops = _ops()
 
     def hint(ctx):
         (x,) = ctx.inputs
@@ -258,13 +249,12 @@ def check_log(Log, rng):
             return "log'(x) = 1/x (the input, not its log)"
         return None
 
-    check_op(cls, "Log", unary_cases(rng, ops.log, 0.2, 3.0), rng, hint)
+    check_op(cls, "Log", unary_cases(rng, op("log"), 0.2, 3.0), rng, hint)
 
 
 @graded("a02-tanh", "solutions.ops.elementwise:Tanh", regions=("backward",), points=2, title="Tanh")
 def check_tanh(Tanh, rng):
     cls = prepare(Tanh, "a02-tanh", "class")
-    ops = _ops()
 
     def hint(ctx):
         (x,) = ctx.inputs
@@ -274,13 +264,12 @@ def check_tanh(Tanh, rng):
             return "tanh'(x) = 1 - tanh(x)^2: the output is squared"
         return None
 
-    check_op(cls, "Tanh", unary_cases(rng, ops.tanh), rng, hint)
+    check_op(cls, "Tanh", unary_cases(rng, op("tanh")), rng, hint)
 
 
 @graded("a02-sigmoid", "solutions.ops.elementwise:Sigmoid", regions=("backward",), points=2, title="Sigmoid")
 def check_sigmoid(Sigmoid, rng):
     cls = prepare(Sigmoid, "a02-sigmoid", "class")
-    ops = _ops()
 
     def hint(ctx):
         (x,) = ctx.inputs
@@ -294,7 +283,7 @@ def check_sigmoid(Sigmoid, rng):
         return None
 
     extra = [("large inputs of both signs, float64", np.array([-30.0, -5.0, 5.0, 30.0]))]
-    check_op(cls, "Sigmoid", unary_cases(rng, ops.sigmoid, -4, 4, extra), rng, hint)
+    check_op(cls, "Sigmoid", unary_cases(rng, op("sigmoid"), -4, 4, extra), rng, hint)
 
 
 # --------------------------------------------------------------------------------------------
@@ -303,7 +292,6 @@ def check_sigmoid(Sigmoid, rng):
 @graded("a02-sum", "solutions.ops.reduce:Sum", regions=("backward",), points=2, title="Sum")
 def check_sum(Sum, rng):
     cls = prepare(Sum, "a02-sum", "class")
-    ops = _ops()
     specs = [((3, 4), None, False, "every axis"), ((3, 4), 0, False, "axis 0"),
              ((3, 4), 1, False, "the last axis"), ((3, 3), 1, False, "the last axis of a square matrix"),
              ((3, 4), 1, True, "the last axis with keepdims=True"), ((2, 3, 4), (0, 2), False, "two axes of three"),
@@ -313,7 +301,7 @@ def check_sum(Sum, rng):
         dtype = np.float32 if k == 5 else np.float64
         cases.append(Case(f"summing over {what}, {np.dtype(dtype).name}",
                           [rng.standard_normal(shape).astype(dtype)],
-                          lambda x, axis=axis, keepdims=keepdims: ops.sum(x, axis, keepdims), names=("x",),
+                          lambda E, x, axis=axis, keepdims=keepdims: E.ops.sum(x, axis, keepdims), names=("x",),
                           second_order=(k == 5)))
 
     def shape_hint(ctx, got):
@@ -340,15 +328,14 @@ def check_sum(Sum, rng):
 @graded("a02-broadcast-to", "solutions.ops.shape:BroadcastTo", regions=("backward",), points=2, title="BroadcastTo")
 def check_broadcast_to(BroadcastTo, rng):
     cls = prepare(BroadcastTo, "a02-broadcast-to", "class")
-    ops = _ops()
     specs = [((3,), (4, 3), "a new leading axis"), ((4, 1), (4, 3), "a size-1 axis"),
              ((1, 3, 1), (2, 1, 3, 5), "new leading axes and size-1 axes"), ((), (2, 2), "a 0-d tensor"),
              ((2, 3), (2, 3), "the same shape")]
     cases = [Case(f"broadcasting over {what}, float64", [rng.standard_normal(s)],
-                  lambda x, to=to: ops.broadcast_to(x, to), names=("x",), second_order=(k == 2))
+                  lambda E, x, to=to: E.ops.broadcast_to(x, to), names=("x",), second_order=(k == 2))
              for k, (s, to, what) in enumerate(specs)]
     cases.append(Case("broadcasting over a size-1 axis, float32", [rng.standard_normal((4, 1)).astype(np.float32)],
-                      lambda x: ops.broadcast_to(x, (4, 3)), names=("x",)))
+                      lambda E, x: E.ops.broadcast_to(x, (4, 3)), names=("x",)))
 
     def shape_hint(ctx, got):
         if got == ctx.out.shape:
@@ -363,10 +350,9 @@ def check_broadcast_to(BroadcastTo, rng):
 @graded("a02-transpose", "solutions.ops.shape:Transpose", regions=("backward",), points=2, title="Transpose")
 def check_transpose(Transpose, rng):
     cls = prepare(Transpose, "a02-transpose", "class")
-    ops = _ops()
     specs = [((2, 3), None, "a matrix transpose"), ((2, 3, 4), (1, 2, 0), "a cyclic permutation of three axes"),
              ((2, 3, 4, 5), (0, 3, 1, 2), "a permutation of four axes"), ((3, 3, 3), (2, 0, 1), "a cyclic permutation of equal axes")]
-    cases = [Case(f"{what}, float64", [rng.standard_normal(s)], lambda x, a=axes: ops.transpose(x, a),
+    cases = [Case(f"{what}, float64", [rng.standard_normal(s)], lambda E, x, a=axes: E.ops.transpose(x, a),
                   names=("x",), second_order=(k == 1)) for k, (s, axes, what) in enumerate(specs)]
 
     def hint(ctx):
@@ -382,7 +368,6 @@ def check_transpose(Transpose, rng):
 @graded("a02-getitem", "solutions.ops.shape:GetItem", regions=("backward",), points=2, title="GetItem")
 def check_getitem(GetItem, rng):
     cls = prepare(GetItem, "a02-getitem", "class")
-    ops = _ops()
     specs = [((5, 3), (slice(1, 4),), "a slice"), ((5, 3), (2,), "an integer index"),
              ((6,), (np.array([0, 2, 2, 5, 2]),), "an index array that repeats an element"),
              ((4, 3), (np.array([1, 1, 3]), slice(None)), "repeated rows"),
@@ -392,11 +377,11 @@ def check_getitem(GetItem, rng):
     for k, (s, index, what) in enumerate(specs):
         idx = index[0] if len(index) == 1 else index
         cases.append(Case(f"indexing with {what}, float64", [rng.standard_normal(s)],
-                          lambda x, i=idx: ops.getitem(x, i), names=("x",), second_order=(k == 3),
+                          lambda E, x, i=idx: E.ops.getitem(x, i), names=("x",), second_order=(k == 3),
                           params={"index": idx}))
     rows = (np.array([2, 0, 2]), slice(None))
     cases.append(Case("indexing with repeated rows, float32", [rng.standard_normal((4, 3)).astype(np.float32)],
-                      lambda x: ops.getitem(x, rows), names=("x",), params={"index": rows}))
+                      lambda E, x: E.ops.getitem(x, rows), names=("x",), params={"index": rows}))
 
     def hint(ctx):
         (x,) = ctx.inputs
@@ -416,7 +401,6 @@ def check_getitem(GetItem, rng):
 @graded("a02-matmul", "solutions.ops.matmul:MatMul", regions=("backward",), points=3, title="MatMul")
 def check_matmul(MatMul, rng):
     cls = prepare(MatMul, "a02-matmul", "class")
-    ops = _ops()
     specs = [((3, 4), (4, 5), "matrix @ matrix"), ((4, 4), (4, 4), "square matrices"),
              ((4,), (4, 5), "vector @ matrix"), ((3, 4), (4,), "matrix @ vector"), ((5,), (5,), "vector @ vector"),
              ((2, 3, 4), (4, 5), "a batch of matrices @ one matrix (the matrix is broadcast over the batch)"),
@@ -424,11 +408,11 @@ def check_matmul(MatMul, rng):
              ((2, 1, 3, 4), (5, 4, 2), "broadcast batch axes on both sides")]
     cases = []
     for k, (a, b, what) in enumerate(specs):
-        cases.append(Case(f"{what}, float64", [rng.standard_normal(a), rng.standard_normal(b)], ops.matmul,
+        cases.append(Case(f"{what}, float64", [rng.standard_normal(a), rng.standard_normal(b)], op("matmul"),
                           names=("a", "b"), second_order=(k in (0, 5))))
     cases.append(Case("matrix @ matrix, float32", [rng.standard_normal((3, 4)).astype(np.float32),
                                                    rng.standard_normal((4, 2)).astype(np.float32)],
-                      ops.matmul, names=("a", "b")))
+                      op("matmul"), names=("a", "b")))
 
     def hint(ctx):
         a, b = ctx.inputs
@@ -474,14 +458,13 @@ def softmax_cases(rng, call) -> list[Case]:
              ((5, 3), 0, 1.0, np.float64, "axis 0"), ((4, 6), -1, 1000.0, np.float64, "large logits (about 1000)"),
              ((4, 6), -1, 100.0, np.float32, "large logits (about 100)"), ((6,), 0, 1.0, np.float64, "a vector")]
     return [Case(f"softmax over {what}, {np.dtype(dt).name}", [(rng.standard_normal(s) * scale).astype(dt)],
-                 lambda x, axis=axis: call(x, axis), names=("x",), second_order=(k == 1), params={"axis": axis})
+                 lambda E, x, axis=axis: call(E, x, axis), names=("x",), second_order=(k == 1), params={"axis": axis})
             for k, (s, axis, scale, dt, what) in enumerate(specs)]
 
 
 @graded("a02-softmax", "solutions.ops.softmax:Softmax", regions=("forward", "backward"), points=3, title="Softmax")
 def check_softmax(Softmax, rng):
     cls = prepare(Softmax, "a02-softmax", "class")
-    ops = _ops()
 
     def forward_hint(case, got, want):
         if not np.all(np.isfinite(got)):
@@ -508,7 +491,7 @@ def check_softmax(Softmax, rng):
             return "the sign: the VJP is s * (g - sum(g * s, axis))"
         return "wrong gradient: the VJP of softmax is s * (g - sum(g * s, axis, keepdims=True))"
 
-    check_op(cls, "Softmax", softmax_cases(rng, ops.softmax), rng, hint, forward_hint=forward_hint, forward_given=False)
+    check_op(cls, "Softmax", softmax_cases(rng, op("softmax")), rng, hint, forward_hint=forward_hint, forward_given=False)
 
 
 def _axis_of(ctx: Context):
@@ -518,7 +501,6 @@ def _axis_of(ctx: Context):
 @graded("a02-log-softmax", "solutions.ops.softmax:LogSoftmax", regions=("backward",), points=2, title="LogSoftmax")
 def check_log_softmax(LogSoftmax, rng):
     cls = prepare(LogSoftmax, "a02-log-softmax", "class")
-    ops = _ops()
 
     def hint(ctx):
         g = ctx.g
@@ -535,7 +517,7 @@ def check_log_softmax(LogSoftmax, rng):
             return "softmax(x) is exp(self.output): exponentiate the output first"
         return "wrong gradient: the VJP of log_softmax is g - softmax(x) * sum(g, axis, keepdims=True)"
 
-    cases = softmax_cases(rng, ops.log_softmax)
+    cases = softmax_cases(rng, op("log_softmax"))
     for c in cases:
         c.label = c.label.replace("softmax over", "log_softmax over")
     check_op(cls, "LogSoftmax", cases, rng, hint)
