@@ -94,6 +94,13 @@ def kind(obj: Any) -> str:
     return "type" if isinstance(obj, type) else "function" if callable(obj) else "object"
 
 
+def type_name(obj: Any) -> str:
+    """The class name of a value, or of the sandbox object a proxy stands for (never "Proxy")."""
+    if isinstance(obj, Proxy):
+        return object.__getattribute__(obj, "_type")
+    return type(obj).__name__
+
+
 def defines(cls: Any, name: str) -> bool:
     """Whether the student's class defines ``name`` itself (not inherited)."""
     try:
@@ -231,7 +238,7 @@ def _check_gradient(op: str, label: str, name: str, g: Any, shape: tuple, out_sh
         raise GradingFailure(f"{label}: {op}.backward returned a NumPy array for {name}; return a Tensor "
                              "built with Tensor operations (so that gradients of gradients work)")
     if not isinstance(g, Tensor):
-        raise GradingFailure(f"{label}: {op}.backward returned {type(g).__name__} for {name}; return a Tensor")
+        raise GradingFailure(f"{label}: {op}.backward returned {type_name(g)} for {name}; return a Tensor")
     data = np.asarray(g.data)
     if not np.issubdtype(data.dtype, np.floating):
         raise GradingFailure(f"{label}: the gradient of {name} has dtype {data.dtype}; gradients are floating point")
@@ -268,7 +275,7 @@ def check_op(
         xs = [_tensor(a, r, S) for a, r in zip(case.inputs, needs)]
         out = run(f"{case.label}: {name}.forward", case.call, S, *xs, hint=exception_hint)
         if not isinstance(out, S.Tensor):
-            raise GradingFailure(f"{case.label}: {name}.apply returned {type(out).__name__}, not a Tensor")
+            raise GradingFailure(f"{case.label}: {name}.apply returned {type_name(out)}, not a Tensor")
         data = out.data
         if not isinstance(data, np.ndarray) or data.dtype == object:
             raise GradingFailure(f"{case.label}: {name}.forward must return a NumPy array "

@@ -98,7 +98,7 @@ def cmd_grade(course: Course, args) -> int:
     students = [s.strip() for s in args.students.split(",") if s.strip()] if args.students else None
     try:
         outcomes = grade(course, course.require_assignment(args.assignment), students, jobs=args.jobs,
-                         limits=limits, force=args.force)
+                         limits=limits, force=args.force, unsafe=args.unsafe)
     except KeyboardInterrupt:
         print(f"\ninterrupted: the students recorded so far are kept; rerun "
               f"`autograder grade {args.assignment}` to grade the rest", file=sys.stderr)
@@ -196,12 +196,15 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("assignment")
     sub.add_argument("--students", help="comma-separated student ids (default: all submitted)")
     sub.add_argument("--jobs", type=int, default=CPUS, help="parallel workers (default: the CPUs, %(default)s)")
-    sub.add_argument("--cell-timeout", type=int, help="seconds per cell (default: the course's Execute.timeout)")
+    sub.add_argument("--cell-timeout", type=int,
+                     help="wall seconds per exercise, the student's cells included (default: the course's Execute.timeout)")
     sub.add_argument("--notebook-timeout", type=float, default=600,
                      help="wall seconds per notebook before the student's grading is killed (default: %(default)s)")
     sub.add_argument("--memory-mb", type=int, default=4096,
-                     help="address-space limit per grading process, 0 for none (default: %(default)s)")
+                     help="address-space limit of each sandbox, 0 for the default (default: %(default)s)")
     sub.add_argument("--force", action="store_true", help="regrade students that are already graded")
+    sub.add_argument("--unsafe", action="store_true",
+                     help="grade even where no sandbox can be made: student code then runs as you (never for real students)")
 
     sub = add("feedback", cmd_feedback, "per-student HTML feedback without hidden tests, math offline")
     sub.add_argument("assignment")
@@ -214,7 +217,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("assignment", nargs="?")
     sub.add_argument("--all", action="store_true", help="every assignment in source/")
     sub.add_argument("--jobs", type=int, default=CPUS, help="parallel workers (default: the CPUs, %(default)s)")
-    sub.add_argument("--cell-timeout", type=int, help="seconds per cell (default: the course's Execute.timeout)")
+    sub.add_argument("--cell-timeout", type=int,
+                     help="wall seconds per exercise, the student's cells included (default: the course's Execute.timeout)")
 
     sub = add("demo", cmd_demo, "the whole loop on synthetic submissions, in a scratch copy of the course")
     sub.add_argument("assignment", nargs="?", help="default: the first assignment")

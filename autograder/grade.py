@@ -1,18 +1,21 @@
-"""``autograder grade``: autograde every submission of an assignment, in parallel and resumably.
+"""``autograder grade``: grade every submission of an assignment, in parallel and resumably.
 
 How it works, and why:
 
-* **Isolation.** Each student is graded by nbgrader's own autograde in a separate worker process
-  (:mod:`autograder.worker`) that sees only a scratch course: a copy of the assignment's source
-  folder, a copy of the student's submission and a private SQLite gradebook holding just this
-  assignment (copied from the real gradebook). Untrusted code therefore never runs beside the
-  real gradebook or another student's files, and no two processes write one SQLite file, so
-  "database is locked" cannot happen whatever ``--jobs`` is.
+* **The verdict is decided where no student code runs.** Each student is graded by a worker
+  (:mod:`autograder.worker`), a trusted process that reads the notebooks as data, restores their
+  structure from the source notebook (:mod:`autograder.restore`: the template wins) and judges
+  each exercise (:mod:`autograder.judge`): the student's cells run in a sandbox of their own per
+  exercise (bubblewrap: no network, uid 65534, nothing of the course, the gradebook, the other
+  students, solutions/ or the hidden checks visible; memory, CPU, process, file and output
+  limits), the hidden check runs in the worker on plain data. A crash, hang or attack in one
+  exercise costs that exercise only. Where no sandbox can be made, grading refuses to run unless
+  the instructor passes ``unsafe=True`` (``--unsafe``).
 * **One writer.** This process is the only one that writes the real gradebook (any SQLAlchemy
-  URL). For a worker that succeeded it runs nbgrader's SaveAutoGrades and AssignLatePenalties
-  preprocessors on the autograded notebook against the real gradebook (no re-execution; the
-  student's extension and earlier manual grades are honoured as nbgrader would), then moves the
-  autograded folder into place, then writes a "graded" marker.
+  URL). It runs nbgrader's SaveAutoGrades and AssignLatePenalties preprocessors on the autograded
+  notebooks the worker wrote (no execution; the student's extension and earlier manual grades are
+  honoured as nbgrader would), then moves the autograded folder into place, then writes a
+  "graded" marker.
 * **Done** means: the marker exists and matches a fingerprint of the submitted files, the
   autograded notebooks exist, and the gradebook holds the submission with the submitted
   timestamp. The marker is written last and removed before a regrade starts, so a crash at any
@@ -20,19 +23,11 @@ How it works, and why:
   overwriting the same rows (nbgrader's update_or_create): nothing lost, nothing duplicated.
   Ctrl-C is gentler: it stops the run between two students, never inside a gradebook write.
   A re-collected (changed) submission no longer matches its marker and is graded again.
-* **Limits.** Per cell: nbgrader's ``Execute.timeout`` (interrupt, score the cell 0, go on). Per
-  notebook: a wall clock here; on expiry the worker and every process it started are killed
-  (the kernel runs in a session of its own, so killing the worker's process group alone would
-  leave it running). Memory: RLIMIT_AS set in the worker before the kernel starts. A student
-  whose grading fails (timeout, crashed kernel, ...) is recorded as failed with the reason; the
-  others are unaffected, and a rerun retries the failed ones.
-* **Workers** are forked from a forkserver that imported nbgrader once (seconds of CPU saved per
-  student), each in a session of its own, and die with the grader (PR_SET_PDEATHSIG). Their
-  kernels talk to them over Unix sockets, not TCP: kernels started together by parallel workers
-  raced for TCP ports.
-
-Not a sandbox: student code runs with the grader's user id and can reach any file that user can
-by absolute path. Run grading as an unprivileged user (or in a container) for real isolation.
+* **Limits.** Per exercise: a wall-clock budget for its sandbox (``cell_timeout``, default the
+  course's ``Execute.timeout``), and the sandbox's memory cap (``memory_mb``). Per notebook: a
+  wall clock here as a backstop; on expiry the worker and every process it started are killed.
+* **Workers** are forked from a forkserver that imported the judge once, each in a session of
+  its own, and die with the grader (PR_SET_PDEATHSIG).
 """
 
 from __future__ import annotations
@@ -71,9 +66,9 @@ RUN_PREFIX = "autograder-grade-"
 
 @dataclass(frozen=True)
 class Limits:
-    cell_timeout: int | None = None   # seconds per cell; None: the course's Execute.timeout
-    notebook_timeout: float = 600.0   # wall seconds per notebook of the submission
-    memory_mb: int | None = 4096      # address space per process (worker, and kernel), None: no cap
+    cell_timeout: int | None = None   # wall seconds per exercise's sandbox; None: the course's Execute.timeout
+    notebook_timeout: float = 600.0   # wall seconds per notebook of the submission (a backstop)
+    memory_mb: int | None = 4096      # address space of each sandbox, None: the sandbox default
 
 
 @dataclass
@@ -157,67 +152,27 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-# -- the scratch course a worker sees ------------------------------------------------------------
-
-def _copy_assignment(master: Gradebook, scratch: Gradebook, assignment: str) -> None:
-    """Copy an assignment's definition (cells, points, locked sources) between gradebooks."""
-    a = master.find_assignment(assignment)
-    scratch.update_or_create_assignment(a.name, duedate=a.duedate)
-    for nb in a.notebooks:
-        scratch.update_or_create_notebook(nb.name, a.name, kernelspec=nb.kernelspec)
-        for cell in nb.grade_cells:
-            scratch.update_or_create_grade_cell(cell.name, nb.name, a.name,
-                                                max_score=cell.max_score, cell_type=cell.cell_type)
-        for cell in nb.task_cells:
-            scratch.update_or_create_task_cell(cell.name, nb.name, a.name,
-                                               max_score=cell.max_score, cell_type=cell.cell_type)
-        for cell in nb.solution_cells:
-            scratch.update_or_create_solution_cell(cell.name, nb.name, a.name)
-        for cell in nb.source_cells:
-            scratch.update_or_create_source_cell(cell.name, nb.name, a.name, cell_type=cell.cell_type,
-                                                 locked=cell.locked, source=cell.source,
-                                                 checksum=cell.checksum)
-
+# -- the scratch folders a worker writes into ---------------------------------------------------
 
 class Run:
     """A scratch area in the system temp dir for one grading run; removed when the run ends.
 
-    It lives outside the course on purpose: a student's code that deletes the files around its
-    working folder reaches scratch copies (at worst, of the students being graded at the same
-    time, who then fail and are retried by the next run), never the course or the gradebook.
+    Each student gets a folder in it for the worker's output (autograded notebooks, result, log).
+    No sandbox sees it: a sandbox has a /tmp of its own.
     """
 
     def __init__(self, course: Course, assignment: str):
         self.course, self.assignment = course, assignment
-        self.dir = scratch_dir(RUN_PREFIX)
-        self.template_db = self.dir / "template.db"
         try:
-            with course.gradebook() as master, \
-                    Gradebook(f"sqlite:///{self.template_db}", course.course_id) as scratch:
-                _copy_assignment(master, scratch, assignment)
+            with course.gradebook() as gb:
+                gb.find_assignment(assignment)
         except MissingEntry:
-            self.close()
             raise CourseError(f"assignment '{assignment}' is not in the gradebook {course.db_url}: "
                               f"run `autograder release {assignment}` first") from None
+        self.dir = scratch_dir(RUN_PREFIX)
 
-    def scratch_course(self, student: str) -> Course:
-        root = Path(tempfile.mkdtemp(prefix=f"{student}-", dir=self.dir))
-        shutil.copy(self.course.root / "nbgrader_config.py", root)
-        shutil.copy(self.template_db, root / "gradebook.db")
-        scratch = Course(root, f"sqlite:///{root / 'gradebook.db'}")
-        ignore = shutil.ignore_patterns(*self.course.coursedir().ignore)
-        # nbgrader puts the source folder's files next to the notebook it runs. Under them go the
-        # release folder's extra files, such as the course kit that `release` generates: the
-        # students' code runs against what they were given.
-        released = self.course.release_dir(self.assignment)
-        if released.is_dir():
-            shutil.copytree(released, scratch.source_dir(self.assignment),
-                            ignore=shutil.ignore_patterns(*self.course.coursedir().ignore, "*.ipynb"))
-        shutil.copytree(self.course.source_dir(self.assignment), scratch.source_dir(self.assignment),
-                        ignore=ignore, dirs_exist_ok=True)
-        shutil.copytree(self.course.submitted_dir(student, self.assignment),
-                        scratch.submitted_dir(student, self.assignment), ignore=ignore)
-        return scratch
+    def scratch_folder(self, student: str) -> Path:
+        return Path(tempfile.mkdtemp(prefix=f"{student}-", dir=self.dir))
 
     def close(self) -> None:
         shutil.rmtree(self.dir, ignore_errors=True)
@@ -243,7 +198,7 @@ def scratch_dir(prefix: str) -> Path:
 @dataclass
 class Job:
     student: str
-    scratch: Course
+    scratch: Path
     fingerprint: str
     started: float = 0.0
     deadline: float = float("inf")
@@ -251,11 +206,15 @@ class Job:
 
     @property
     def result_path(self) -> Path:
-        return self.scratch.root / "result.json"
+        return self.scratch / "result.json"
 
     @property
     def log_path(self) -> Path:
-        return self.scratch.root / "worker.log"
+        return self.scratch / "worker.log"
+
+    @property
+    def autograded(self) -> Path:
+        return self.scratch / "autograded"
 
     def log_tail(self, lines: int = 40) -> str:
         with contextlib.suppress(OSError):
@@ -264,27 +223,29 @@ class Job:
 
 
 def _workers() -> multiprocessing.context.BaseContext:
-    """Workers are forked from a forkserver that has imported nbgrader once.
+    """Workers are forked from a forkserver that has imported the judge, the checks and the reference once.
 
-    Importing nbgrader costs seconds of CPU (jsonschema's format checkers alone build a grammar
-    at import); a fork costs milliseconds. The forkserver is a clean single-threaded process, so
-    forking it is safe where forking this one (tqdm's monitor thread, open databases) would not be.
+    Those imports cost about a second of CPU; a fork costs milliseconds. The forkserver is a
+    clean single-threaded process, so forking it is safe where forking this one (tqdm's monitor
+    thread, open databases) would not be.
     """
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(["autograder.worker"])
     return context
 
 
-def _start(workers: multiprocessing.context.BaseContext, job: Job, assignment: str, limits: Limits) -> None:
-    spec = job.scratch.root / "spec.json"
-    sockets = tempfile.mkdtemp(prefix="ipc-", dir=job.scratch.root.parent)  # a short path, see worker
+def _start(workers: multiprocessing.context.BaseContext, course: Course, job: Job, assignment: str,
+           limits: Limits, unsafe: bool) -> None:
+    spec = job.scratch / "spec.json"
+    budget = limits.cell_timeout or course.config().Execute.get("timeout") or 60
     spec.write_text(json.dumps({
-        "root": str(job.scratch.root), "db_url": job.scratch.db_url, "assignment": assignment,
-        "student": job.student, "result": str(job.result_path), "log": str(job.log_path), "sockets": sockets,
-        "cell_timeout": limits.cell_timeout, "memory_mb": limits.memory_mb, "env": dict(os.environ),
+        "root": str(job.scratch), "source": str(course.source_dir(assignment)),
+        "submitted": str(course.submitted_dir(job.student, assignment)), "out": str(job.autograded),
+        "result": str(job.result_path), "log": str(job.log_path), "budget": budget,
+        "memory_mb": limits.memory_mb, "unsafe": unsafe, "env": dict(os.environ),
     }))
     job.process = workers.Process(target=worker.run, args=(str(spec),), daemon=True,
-                                  name=f"autograde {assignment}/{job.student}")
+                                  name=f"grade {assignment}/{job.student}")
     job.process.start()
 
 
@@ -321,24 +282,11 @@ def kill_tree(process: multiprocessing.process.BaseProcess) -> None:
     process.join()
 
 
-def _failure_reason(result: dict | None, returncode: int, log: str) -> str:
+def _failure_reason(returncode: int, log: str) -> str:
     ended = f"was killed by signal {-returncode}" if returncode < 0 else f"exited with code {returncode}"
-    text = (result or {}).get("log", "") + (result or {}).get("error", "") + log
-    if "DeadKernelError" in text or "Kernel died" in text:
-        return "the kernel died (the notebook crashed Python, e.g. os._exit or a segfault)"
-    if "Timeout waiting for execute reply" in text:
-        return "a cell ran over the cell timeout and the kernel could not be interrupted"
-    if "UnresponsiveKernelError" in text:
-        return "the kernel stopped responding and could not be interrupted"
-    if "MemoryError" in text and result is None:
-        return "the grading worker ran out of memory (raise --memory-mb?)"
-    if result is None and not log:
-        return f"the grading worker {ended} and its scratch folder is gone (did the notebook delete files?)"
-    if result is None:
-        return f"the grading worker {ended} without a result"
-    errors = [line for line in result.get("log", "").splitlines()
-              if line.startswith("[ERROR]") and "see the" not in line and "error processing" not in line]
-    return "nbgrader autograde failed: " + (errors[0][len("[ERROR] "):] if errors else "see the log")
+    if "MemoryError" in log:
+        return "the grading worker ran out of memory"
+    return f"the grading worker {ended} without a result (a bug of the grader: see the log)"
 
 
 # -- recording a result in the real gradebook (this process only) --------------------------------
@@ -401,7 +349,7 @@ class _StopRequest:
 def _record(course: Course, assignment: str, job: Job, ledger: Ledger) -> Outcome:
     student = job.student
     submitted = course.submitted_dir(student, assignment)
-    autograded = job.scratch.autograded_dir(student, assignment)
+    autograded = job.autograded
     stamp = course.coursedir().get_existing_timestamp(str(submitted))
     config = course.config()
     with warnings.catch_warnings():
@@ -475,10 +423,22 @@ def select_students(course: Course, assignment: str, students: list[str] | None)
     return [s for s in submitted if s in students]
 
 
+def require_sandbox(unsafe: bool) -> None:
+    """Refuse to run student code without a sandbox, unless the instructor said so."""
+    from .judge.session import probe
+    reason = probe()
+    if reason is not None and not unsafe:
+        raise CourseError(f"cannot make a sandbox for student code here: {reason}. Install bubblewrap "
+                          "(`apt-get install bubblewrap`), or pass --unsafe to grade without one "
+                          "(student code then runs as you, and can read and change your files)")
+
+
 def grade(course: Course, assignment: str, students: list[str] | None = None, *, jobs: int = 1,
-          limits: Limits = Limits(), force: bool = False, progress: bool = True) -> list[Outcome]:
-    """Autograde the submissions of ``assignment``; returns one Outcome per selected student."""
+          limits: Limits = Limits(), force: bool = False, progress: bool = True,
+          unsafe: bool = False) -> list[Outcome]:
+    """Grade the submissions of ``assignment``; returns one Outcome per selected student."""
     course.require_assignment(assignment)
+    require_sandbox(unsafe)
     students = select_students(course, assignment, students)
     ledger = Ledger(course, assignment)
     outcomes: dict[str, Outcome] = {}
@@ -489,11 +449,11 @@ def grade(course: Course, assignment: str, students: list[str] | None = None, *,
             outcomes[student] = _graded_outcome(course, assignment, student, "already graded")
         todo = deque(s for s in students if s not in outcomes)
         if todo:
-            _grade_all(course, assignment, todo, jobs, limits, ledger, outcomes, progress, stop)
+            _grade_all(course, assignment, todo, jobs, limits, ledger, outcomes, progress, stop, unsafe)
     return [outcomes[s] for s in students if s in outcomes]
 
 
-def _grade_all(course, assignment, todo, jobs, limits, ledger, outcomes, progress, stop) -> None:
+def _grade_all(course, assignment, todo, jobs, limits, ledger, outcomes, progress, stop, unsafe) -> None:
     workers = _workers()
     multiprocessing.forkserver.ensure_running()  # its imports overlap with the preparation below
     run = Run(course, assignment)
@@ -502,8 +462,8 @@ def _grade_all(course, assignment, todo, jobs, limits, ledger, outcomes, progres
 
     def launch(student: str) -> None:
         ledger.unmark(student)  # from here until recorded, this student is not done
-        job = Job(student, run.scratch_course(student), fingerprint(course.submitted_dir(student, assignment)))
-        _start(workers, job, assignment, limits)
+        job = Job(student, run.scratch_folder(student), fingerprint(course.submitted_dir(student, assignment)))
+        _start(workers, course, job, assignment, limits, unsafe)
         job.started = time.monotonic()  # after start(): the forkserver's own start-up is not counted
         job.deadline = job.started + wall
         running.append(job)
@@ -514,7 +474,7 @@ def _grade_all(course, assignment, todo, jobs, limits, ledger, outcomes, progres
             ledger.mark_failed(job.student, outcome.detail, outcome.log)
         outcomes[job.student] = outcome
         running.remove(job)
-        shutil.rmtree(job.scratch.root, ignore_errors=True)
+        shutil.rmtree(job.scratch, ignore_errors=True)
         bar.set_postfix_str(f"{job.student}: {outcome.status}")
         bar.update(1)
 
@@ -546,9 +506,13 @@ def _timed_out(job: Job, wall: float) -> Outcome:
 
 def _outcome(course: Course, assignment: str, job: Job, ledger: Ledger) -> Outcome:
     """A finished worker: record its grades, or say why there are none."""
-    result = json.loads(job.result_path.read_text()) if job.result_path.exists() else None
-    if result is None or not result["success"]:
+    result = None
+    if job.result_path.exists():
+        try:
+            result = json.loads(job.result_path.read_text())
+        except ValueError:
+            result = None
+    if result is None or not result.get("success"):
         log = job.log_tail()
-        detail = _failure_reason(result, job.process.exitcode, log)
-        return Outcome(job.student, "failed", detail, log=(result or {}).get("log", "")[-4000:] + log)
+        return Outcome(job.student, "failed", _failure_reason(job.process.exitcode, log), log=log)
     return _record(course, assignment, job, ledger)

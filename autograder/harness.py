@@ -1,36 +1,27 @@
-"""The grading API that hidden test cells call: ``check(exercise_id, obj)``.
+"""The registry of hidden checks: one ``run(answer, rng)`` per exercise id, found by assignment prefix.
 
-A hidden test cell holds no test logic of its own::
-
-    ### BEGIN HIDDEN TESTS
-    from autograder.harness import check
-    check("a02-mul-backward", Mul)
-    ### END HIDDEN TESTS
-
-The logic lives in a registry of exercises, one module per assignment::
+A registry module holds the checks of one assignment, each declared with
+:func:`autograder.spec.graded` (the one way to declare a check)::
 
     # autograder/exercises/a02_broadcasting.py
-    from autograder.harness import GradingFailure, exercise
+    from autograder.harness import GradingFailure
+    from autograder.spec import graded
 
-    @exercise("a02-mul-backward")
-    def mul_backward(Mul, rng):
-        ...                      # call the student's Mul on inputs drawn from rng
+    @graded("a02-mul", "solutions.ops.elementwise:Mul", regions=("backward",), points=2)
+    def check_mul(Mul, rng):
+        ...                      # drive the student's Mul (a proxy: it runs in the sandbox)
         raise GradingFailure("the gradient of x has the shape of the output, not of x: "
                              "sum it back over the broadcast axes (unbroadcast)")
 
-``check`` finds the exercise, calls ``run(obj, rng)`` with a generator seeded by the exercise id
-(so a rerun sees the same inputs) and turns a failure into an ``AssertionError`` whose message is
-the student's feedback. Messages say what kind of mistake was made, never the hidden inputs or the
-expected values.
+The trusted judge (:mod:`autograder.judge.judge`) calls ``run(answer, rng)`` with a proxy of the
+student's answer and a generator seeded by the exercise id (a rerun sees the same inputs); a
+GradingFailure's message is the student's feedback. Messages say what kind of mistake was made,
+never the hidden inputs or the expected values. The hidden test cell of a notebook only names
+the exercise (``check("a02-mul", Mul)``); it is never executed.
 
-Where exercises are looked up: for an id ``aNN-...`` the harness imports the modules ``aNN_*.py``
+Where checks are looked up: for an id ``aNN-...`` the registry imports the modules ``aNN_*.py``
 from each directory in ``$AUTOGRADER_EXERCISES`` (``os.pathsep``-separated; tests use it for a
 toy registry), then from ``autograder/exercises/``. An id that is registered twice is an error.
-
-Keep ``run`` to the object it is given (call it, inspect its results), never the notebook's
-globals: then a later version can move the check out of the student's kernel (send ``obj``'s
-source to a separate grading process) without touching any notebook cell. Today the check runs
-inside the student's kernel, so a student who monkeypatches this module can defeat it.
 """
 
 from __future__ import annotations
@@ -38,7 +29,6 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import os
-import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -69,14 +59,6 @@ def register(ex: Exercise) -> Exercise:
                          f"({_REGISTRY[ex.id].run.__module__} and {ex.run.__module__})")
     _REGISTRY[ex.id] = ex
     return ex
-
-
-def exercise(exercise_id: str) -> Callable:
-    """Decorator: register ``run(obj, rng)`` as the hidden check of ``exercise_id``."""
-    def decorate(run: Callable) -> Callable:
-        register(Exercise(exercise_id, run))
-        return run
-    return decorate
 
 
 def search_path() -> list[Path]:
@@ -111,34 +93,3 @@ def find(exercise_id: str) -> Exercise:
 def seed(exercise_id: str) -> int:
     """A seed that depends on the exercise id only (not on Python's per-process str hash)."""
     return int.from_bytes(hashlib.sha256(exercise_id.encode()).digest()[:8], "little")
-
-
-def _where(error: BaseException) -> str:
-    """The innermost frame of the student's code in a traceback, as ' (in add, line 4)'."""
-    checker_dirs = [Path(__file__).resolve().parent, *(d.resolve() for d in search_path())]
-
-    def is_student(filename: str) -> bool:
-        path = Path(filename).resolve()
-        return not any(path.is_relative_to(d) for d in checker_dirs) \
-            and "site-packages" not in filename and not filename.startswith("<frozen")
-
-    frames = [f for f in traceback.extract_tb(error.__traceback__) if is_student(f.filename)]
-    return f" (in {frames[-1].name}, line {frames[-1].lineno})" if frames else ""
-
-
-def check(exercise_id: str, obj: Any) -> None:
-    """Run the hidden check of ``exercise_id`` on the student's ``obj``; AssertionError = feedback."""
-    ex = find(exercise_id)
-    rng = np.random.default_rng(seed(exercise_id))
-    try:
-        ex.run(obj, rng)
-    except GradingFailure as failure:
-        message = str(failure)
-    except NotImplementedError:
-        message = "not implemented yet (the function still raises NotImplementedError)"
-    except Exception as error:  # the student's code raised: name it, hide the checker's frames
-        message = f"your code raised {type(error).__name__}: {error}{_where(error)}"
-    else:
-        return
-    # `from None`: the traceback shown to the student stops here and does not reveal the checker.
-    raise AssertionError(f"{exercise_id}: {message}") from None

@@ -36,10 +36,16 @@ class Spec:
     """
 
     id: str
-    source: str
+    source: str | None
     regions: tuple[str, ...] = ()
     points: int = 2
     title: str = field(default="", compare=False)
+    given_name: str = ""  # the notebook's name for an exercise without a reference in solutions/
+
+    @property
+    def in_engine(self) -> bool:
+        """Whether the reference lives in solutions/ (then the kit stubs it, and sync copies it)."""
+        return self.source is not None
 
     @property
     def module(self) -> str:
@@ -47,7 +53,9 @@ class Spec:
 
     @property
     def name(self) -> str:
-        """The name the notebook defines (and the grader overrides): "Mul", "unbroadcast"."""
+        """The name the notebook defines (and the judge plugs in): "Mul", "unbroadcast"."""
+        if self.source is None:
+            return self.given_name
         return self.source.split(":")[1].split(".")[-1]
 
     @property
@@ -81,10 +89,16 @@ class Spec:
 _SPECS: dict[str, Spec] = {}
 
 
-def graded(exercise_id: str, source: str, regions: tuple[str, ...] | list[str] = (), points: int = 2,
-           title: str = "") -> Callable:
-    """Decorator for a registry module: `run(obj, rng)` is the hidden check of the exercise."""
-    spec = Spec(exercise_id, source, tuple(regions), points, title)
+def graded(exercise_id: str, source: str | None = None, regions: tuple[str, ...] | list[str] = (), points: int = 2,
+           title: str = "", name: str = "") -> Callable:
+    """Decorator for a registry module: `run(answer, rng)` is the hidden check of the exercise.
+
+    ``source`` names the reference in solutions/ ("solutions.ops.elementwise:Mul"); an exercise
+    of a course without the kit has none and gives the ``name`` its notebook defines instead.
+    """
+    if (source is None) == (not name):
+        raise ValueError(f"exercise {exercise_id}: give either source= (a reference in solutions/) or name=")
+    spec = Spec(exercise_id, source, tuple(regions), points, title, name)
 
     def decorate(run: Callable) -> Callable:
         if exercise_id in _SPECS:
@@ -114,8 +128,8 @@ def load(assignment: str) -> list[Spec]:
 
 
 def load_all() -> list[Spec]:
-    """Every spec of every assignment."""
-    return [s for p in prefixes() for s in load(p)]
+    """Every spec of every assignment of the package whose reference is in solutions/."""
+    return [s for p in prefixes() for s in load(p) if s.in_engine]
 
 
 def by_id(exercise_id: str) -> Spec:

@@ -1,4 +1,4 @@
-"""autograder.harness: check() looks exercises up, seeds them, and turns failures into feedback."""
+"""The registry of hidden checks and the judge's verdicts on the toy course's checks."""
 
 from pathlib import Path
 
@@ -6,9 +6,10 @@ import numpy as np
 import pytest
 
 from autograder import harness
-from autograder.harness import GradingFailure, check, exercise
-
-pytestmark = pytest.mark.xdist_group("autograder")
+from autograder.harness import GradingFailure
+from autograder.judge.judge import judge
+from autograder.judge.session import Sandbox
+from autograder.spec import graded
 
 FIXTURE = Path(__file__).parent / "fixtures" / "toy_course"  # not autograder_support: no nbgrader import
 
@@ -18,55 +19,48 @@ def toy_registry(monkeypatch):
     monkeypatch.setenv("AUTOGRADER_EXERCISES", str(FIXTURE / "exercises"))
 
 
+def verdict(exercise_id: str, source: str):
+    return judge(exercise_id, [("cell 1", "import numpy as np"), (exercise_id, source)], sandbox=Sandbox(),
+                 budget=30)
+
+
 def test_correct_code_passes_and_wrong_code_gets_a_message_without_expected_values():
-    check("a00-add", lambda x, y: np.asarray(x, dtype=float) + np.asarray(y, dtype=float))
-    with pytest.raises(AssertionError) as failure:
-        check("a00-square-backward", lambda x, grad: x * grad)
-    message = str(failure.value)
-    assert message == "a00-square-backward: off by a factor of 2: d(x^2)/dx is 2x"
-    assert failure.value.__cause__ is None and failure.value.__suppress_context__
+    assert verdict("a00-add", "def add(x, y):\n    return np.asarray(x, float) + np.asarray(y, float)\n").passed
+    result = verdict("a00-square-backward", "def square_backward(x, grad):\n    return x * grad\n")
+    assert not result.passed and result.message == "off by a factor of 2: d(x^2)/dx is 2x"
+
+
+def test_an_in_place_change_made_in_the_sandbox_is_seen():
+    result = verdict("a00-add", "def add(x, y):\n    x += y\n    return x\n")
+    assert not result.passed and "in place" in result.message
 
 
 def test_student_exceptions_are_named_with_the_students_line():
-    def add(x, y):
-        raise NotImplementedError
-
-    with pytest.raises(AssertionError, match="a00-add: not implemented yet"):
-        check("a00-add", add)
-
-    def add(x, y):
-        return x + y + undefined_name  # noqa: F821
-
-    with pytest.raises(AssertionError) as failure:
-        check("a00-add", add)
-    assert "your code raised NameError: name 'undefined_name' is not defined (in add, line" in str(failure.value)
-    assert "exercises" not in str(failure.value)  # nothing about the checker's own code
+    result = verdict("a00-add", "def add(x, y):\n    raise NotImplementedError\n")
+    assert result.message.startswith("not implemented yet")
+    result = verdict("a00-add", "def add(x, y):\n    return x + y + undefined_name\n")
+    assert result.message == "your code raised NameError: name 'undefined_name' is not defined (in add, line 2)"
 
 
 def test_unknown_exercise_is_a_course_error_not_a_student_error():
     with pytest.raises(LookupError, match="no exercise 'a00-nope' is registered"):
-        check("a00-nope", None)
+        verdict("a00-nope", "")
 
 
 def test_inputs_are_seeded_by_the_exercise_id():
-    seen = []
-
-    @exercise("t99-seeded")
-    def run(obj, rng):
-        seen.append(rng.normal(size=3))
-
-    check("t99-seeded", None)
-    check("t99-seeded", None)
-    assert np.array_equal(seen[0], seen[1])
+    assert harness.seed("t99-seeded") == harness.seed("t99-seeded")
     assert harness.seed("t99-seeded") != harness.seed("t99-other")
+    wrong = "def square_backward(x, grad):\n    return 3 * x * grad\n"
+    messages = {verdict("a00-square-backward", wrong).message for _ in range(2)}
+    assert len(messages) == 1
 
 
 def test_an_id_registered_twice_is_refused():
-    @exercise("t99-twice")
+    @graded("t99-twice", name="f")
     def first(obj, rng):
         pass
 
-    with pytest.raises(ValueError, match="registered twice"):
-        @exercise("t99-twice")
+    with pytest.raises(ValueError, match="declared twice"):
+        @graded("t99-twice", name="g")
         def second(obj, rng):
             raise GradingFailure("never")

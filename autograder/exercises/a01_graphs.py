@@ -1,11 +1,14 @@
 """Hidden checks of a01_graphs: the scalar engine of `solutions/scalar.py` (micrograd-like).
 
-Each check receives the student's function, isolated (see `autograder.isolation`): `Value`,
-`as_value` and every other exercise name it uses are the reference ones, so a wrong `mul` does
-not cost points in `backward`. Ops are called directly on reference Values whose `grad` already
-holds some gradient (as if another consumer had sent its share), which tells an overwrite (`=`)
-from an accumulation (`+=`). Graphs for `topological_order` and `backward` are built with the
-reference ops.
+Every function is graded by the trusted judge: the student's answer runs in the sandbox's engine
+(`student_module("solutions.scalar")`), where `Value`, `as_value` and every other exercise are the
+reference ones, so a wrong `mul` does not cost points in `backward`; the reference runs here, and
+only plain numbers cross. Ops are called on the sandbox's Values whose `grad` already holds some
+gradient (as if another consumer had sent its share), which tells an overwrite (`=`) from an
+accumulation (`+=`). Graphs for `topological_order` and `backward` are built in the sandbox with
+its engine's ops (the reference ones there) and walked through proxies: a node is known by its
+handle, not by `is`. The same graphs built here with the reference engine give the expected
+gradients.
 """
 from __future__ import annotations
 
@@ -13,16 +16,57 @@ import math
 
 import numpy as np
 
-from autograder.checks import prepare, run, time_limit
+from autograder.checks import kind, prepare, run, time_limit
 from autograder.harness import GradingFailure
+from autograder.judge.judge import student_module
+from autograder.judge.session import Proxy
 from autograder.spec import graded
 
 SOURCE = "solutions.scalar"
 
 
 def _S():
-    import solutions.scalar as S
-    return S
+    """The sandbox's scalar engine (the kit's `coursekit.engine.scalar`, the answer plugged in)."""
+    return student_module(SOURCE)
+
+
+def _R():
+    """The reference scalar engine, here."""
+    import solutions.scalar
+    return solutions.scalar
+
+
+def _key(x):
+    """Identity of a node: the sandbox object's handle for a proxy (two proxies of one Value share
+    it; `is` compares the local stand-ins), `id` for a local object."""
+    return ("sandbox", object.__getattribute__(x, "_id")) if isinstance(x, Proxy) else ("here", id(x))
+
+
+def _same(a, b) -> bool:
+    return _key(a) == _key(b)
+
+
+def _type_name(x) -> str:
+    """The type's name as the student wrote it (a proxy's remote type, not `Proxy`)."""
+    return object.__getattribute__(x, "_type") if isinstance(x, Proxy) else type(x).__name__
+
+
+def _callable(x) -> bool:
+    return kind(x) in ("function", "type") if isinstance(x, Proxy) else callable(x)
+
+
+def _children_of(node) -> list:
+    """A node's `_children` as a list ([] if it has none, or none that can be listed)."""
+    try:
+        children = getattr(node, "_children", ())
+        return list(children) if isinstance(children, (Proxy, tuple, list)) else []
+    except (TypeError, AttributeError):  # a student's `_children` that is not a collection
+        return []
+
+
+def _data(x):
+    """A Value's number (fetched from the sandbox), or a plain number as it is."""
+    return x.data if isinstance(x, Proxy) else x
 
 
 # --------------------------------------------------------------------------------------------
@@ -31,7 +75,7 @@ def _S():
 def _check_value(out, name: str, label: str):
     S = _S()
     if not isinstance(out, S.Value):
-        raise GradingFailure(f"{label}: {name} returned {type(out).__name__}; return the new output Value")
+        raise GradingFailure(f"{label}: {name} returned {_type_name(out)}; return the new output Value")
     return out
 
 
@@ -49,7 +93,7 @@ def _op_case(f, name: str, label: str, args: list, forward, local_grads, rng, hi
             call_args.append(values[a[1]])
         else:
             v = S.Value(a)
-            v.grad = float(rng.uniform(0.5, 1.5)) * rng.choice([-1, 1])  # another consumer's share
+            v.grad = float(rng.uniform(0.5, 1.5) * rng.choice([-1, 1]))  # another consumer's share
             values.append(v)
             call_args.append(v)
     datas = [v.data for v in values]
@@ -57,20 +101,23 @@ def _op_case(f, name: str, label: str, args: list, forward, local_grads, rng, hi
     out = _check_value(run(f"{label}: {name}", f, *call_args), name, label)
     if any(v.data != d for v, d in zip(values, datas)):
         raise GradingFailure(f"{label}: {name} changed the data of an input; build a new Value instead")
-    want_data = forward(*[a.data if isinstance(a, S.Value) else a for a in call_args])
-    if not isinstance(out.data, (int, float)) or not math.isclose(out.data, want_data, rel_tol=1e-9, abs_tol=1e-12):
+    arg_data = [_data(a) for a in call_args]
+    want_data = forward(*arg_data)
+    out_data = out.data
+    if not isinstance(out_data, (int, float)) or not math.isclose(out_data, want_data, rel_tol=1e-9, abs_tol=1e-12):
         raise GradingFailure(f"{label}: the output's data is wrong (the forward value of {name})")
-    children = getattr(out, "_children", ())
+    children = _children_of(out)
     for v in values:
-        if not any(c is v for c in children):
+        if not any(_same(c, v) for c in children):
             raise GradingFailure(f"{label}: the output does not record its input Values as children; create it as "
                                  f"Value(data, (a, b), op) so that backward can reach the inputs")
-    if out._backward is S._no_backward or not callable(out._backward):
+    closure = out._backward
+    if not _callable(closure) or _same(closure, S._no_backward):
         raise GradingFailure(f"{label}: the output has no _backward closure; define one and assign "
                              "out._backward = _backward before returning out")
-    g = float(rng.uniform(0.5, 2.0)) * rng.choice([-1, 1])
+    g = float(rng.uniform(0.5, 2.0) * rng.choice([-1, 1]))
     out.grad = g
-    run(f"{label}: the _backward closure of {name}", out._backward)
+    run(f"{label}: the _backward closure of {name}", closure)
     if out.grad != g:
         raise GradingFailure(f"{label}: _backward changed out.grad; it must only add to the inputs' grads")
 
@@ -79,7 +126,7 @@ def _op_case(f, name: str, label: str, args: list, forward, local_grads, rng, hi
     for v in values:
         if not any(u is v for u in unique):
             unique.append(v)
-    locals_ = local_grads(*[a.data if isinstance(a, S.Value) else a for a in call_args])
+    locals_ = local_grads(*arg_data)
     for k, v in enumerate(unique):
         prior = priors[values.index(v)]
         share = sum(lg for lg, a in zip(locals_, call_args) if a is v)
@@ -96,8 +143,7 @@ def _op_case(f, name: str, label: str, args: list, forward, local_grads, rng, hi
                                  "places receives gradient from each of them")
         if math.isclose(got, prior + share, rel_tol=1e-9) and abs(g - 1) > 1e-6:
             raise GradingFailure(f"{label}: the chain rule: multiply the local derivative by out.grad")
-        message = hint(got - prior, share, g, *[a.data if isinstance(a, S.Value) else a for a in call_args]) \
-            if hint else None
+        message = hint(got - prior, share, g, *arg_data) if hint else None
         raise GradingFailure(f"{label}: " + (message or f"the gradient {name} sends to an input is wrong"))
 
 
@@ -192,63 +238,68 @@ def check_relu(relu, rng):
 
 
 # --------------------------------------------------------------------------------------------
-# Graphs for the graph walk (built with the reference ops)
+# Graphs for the graph walk, built with engine E's ops: the sandbox's (its reference ops, for
+# the student's walk) or the reference here (for the expected gradients)
 # --------------------------------------------------------------------------------------------
-def _expression(rng):
+def _expression(E, rng):
     """A small tree-shaped expression: no node is used twice."""
-    S = _S()
-    a, b, c, d = (S.Value(float(v)) for v in rng.uniform(-1, 1, size=4))
+    a, b, c, d = (E.Value(float(v)) for v in rng.uniform(-1, 1, size=4))
     return (a * b + c).tanh() * d, [a, b, c, d]
 
 
-def _shared(rng):
+def _shared(E, rng):
     """Interior nodes used several times: t feeds three nodes, b feeds t and the output."""
-    S = _S()
-    a, b, c = (S.Value(float(v)) for v in rng.uniform(0.5, 1.5, size=3))
+    a, b, c = (E.Value(float(v)) for v in rng.uniform(0.5, 1.5, size=3))
     t = a * b + c
     return (t * t + t.tanh()) * b, [a, b, c]
 
 
-def _neuron(rng):
-    S = _S()
-    xs = [S.Value(float(v)) for v in rng.uniform(-1, 1, size=3)]
-    ws = [S.Value(float(v)) for v in rng.uniform(-1, 1, size=3)]
-    bias = S.Value(float(rng.uniform(-0.5, 0.5)))
+def _neuron(E, rng):
+    xs = [E.Value(float(v)) for v in rng.uniform(-1, 1, size=3)]
+    ws = [E.Value(float(v)) for v in rng.uniform(-1, 1, size=3)]
+    bias = E.Value(float(rng.uniform(-0.5, 0.5)))
     total = bias
     for w, x in zip(ws, xs):
         total = total + w * x
     return total.tanh(), xs + ws + [bias]
 
 
-def _ladder(depth: int):
+def _ladder(E, depth: int):
     """A diamond ladder: every level uses the previous one twice, so 2^depth paths lead down."""
-    S = _S()
-    x = S.Value(0.3)
+    x = E.Value(0.3)
     v = x
     for _ in range(depth):
         v = v * 0.5 + v * 0.25
     return v, [x]
 
 
-def _chain(length: int):
-    S = _S()
-    x = S.Value(0.1)
+def _chain(E, length: int):
+    x = E.Value(0.1)
     v = x
     for _ in range(length):
         v = v + 1.0
     return v, [x]
 
 
-def _all_nodes(root) -> list:
-    seen, stack, out = set(), [root], []
+def _graph(root) -> tuple[list, dict]:
+    """Every node `root` depends on (depth-first, children in order) and each node's children,
+    by key. Through proxies each node's `_children` is fetched once."""
+    seen, stack, nodes, children = set(), [root], [], {}
     while stack:
         n = stack.pop()
-        if id(n) in seen:
+        k = _key(n)
+        if k in seen:
             continue
-        seen.add(id(n))
-        out.append(n)
-        stack.extend(n._children)
-    return out
+        seen.add(k)
+        nodes.append(n)
+        kids = list(n._children)
+        children[k] = [_key(c) for c in kids]
+        stack.extend(kids)
+    return nodes, children
+
+
+def _all_nodes(root) -> list:
+    return _graph(root)[0]
 
 
 LADDER_DEPTH = 26
@@ -266,17 +317,17 @@ def check_topological_order(topological_order, rng):
     S = _S()
     f = prepare(topological_order, "a01-topological-order", "function")
     leaf = S.Value(1.0)
-    graphs = [("a single Value", (leaf, [leaf])), ("a tree-shaped expression", _expression(rng)),
-              ("an expression that uses a value several times", _shared(rng)),
-              ("a neuron tanh(w . x + b)", _neuron(rng))]
+    graphs = [("a single Value", (leaf, [leaf])), ("a tree-shaped expression", _expression(S, rng)),
+              ("an expression that uses a value several times", _shared(S, rng)),
+              ("a neuron tanh(w . x + b)", _neuron(S, rng))]
     for label, (root, _) in graphs:
         order = run(f"{label}: topological_order", f, root)
         _check_order(order, root, label)
-    root, _ = _ladder(LADDER_DEPTH)
+    root, _ = _ladder(S, LADDER_DEPTH)
     with time_limit(TIME_LIMIT, _slow("topological_order")):
         order = run("a diamond ladder: topological_order", f, root)
     _check_order(order, root, "a diamond ladder")
-    root, _ = _chain(CHAIN_LENGTH)
+    root, _ = _chain(S, CHAIN_LENGTH)
     order = run(f"a chain of {CHAIN_LENGTH} additions: topological_order", f, root)
     _check_order(order, root, f"a chain of {CHAIN_LENGTH} additions")
 
@@ -284,21 +335,23 @@ def check_topological_order(topological_order, rng):
 def _check_order(order, root, label: str) -> None:
     S = _S()
     if not isinstance(order, (list, tuple)):
-        raise GradingFailure(f"{label}: topological_order returned {type(order).__name__}; return a list of Values")
-    if not all(isinstance(v, S.Value) for v in order):
+        raise GradingFailure(f"{label}: topological_order returned {_type_name(order)}; return a list of Values")
+    nodes, children = _graph(root)
+    keys = {_key(n) for n in nodes}
+    # A node of the graph is a Value; anything else is asked of the sandbox (one request each).
+    if not all(isinstance(v, Proxy) and (_key(v) in keys or isinstance(v, S.Value)) for v in order):
         raise GradingFailure(f"{label}: the list must contain the Values themselves")
-    ids = [id(v) for v in order]
+    ids = [_key(v) for v in order]
     if len(set(ids)) != len(ids):
         raise GradingFailure(f"{label}: a node appears more than once; keep a visited set so each node is added once")
-    nodes = _all_nodes(root)
-    if set(ids) != {id(n) for n in nodes}:
-        missing = len({id(n) for n in nodes} - set(ids))
+    if set(ids) != keys:
+        missing = len(keys - set(ids))
         raise GradingFailure(f"{label}: {missing} node(s) the root depends on are missing"
                              if missing else f"{label}: the list contains Values the root does not depend on")
     position = {i: k for k, i in enumerate(ids)}
-    for n in nodes:
-        for c in n._children:
-            if position[id(c)] > position[id(n)]:
+    for n, kids in children.items():
+        for c in kids:
+            if position[c] > position[n]:
                 raise GradingFailure(f"{label}: a node comes before one of its children; add a node only after "
                                      "all of its children (post-order), so the root comes last")
 
@@ -306,25 +359,25 @@ def _check_order(order, root, label: str) -> None:
 @graded("a01-backward", f"{SOURCE}:backward", points=3, title="backward")
 def check_backward(backward, rng):
     f = prepare(backward, "a01-backward", "function")
-    S = _S()
+    S, R = _S(), _R()
     seed = int(rng.integers(1 << 30))
     builders = [("a tree-shaped expression", _expression), ("an expression that uses a value several times", _shared),
                 ("a neuron tanh(w . x + b)", _neuron)]
     for label, build in builders:
-        root, leaves = build(np.random.default_rng(seed))
+        root, leaves = build(S, np.random.default_rng(seed))
         run(f"{label}: backward", f, root)
         got = [n.grad for n in _all_nodes(root)]
-        ref_root, _ = build(np.random.default_rng(seed))
-        S.backward(ref_root)
+        ref_root, _ = build(R, np.random.default_rng(seed))
+        R.backward(ref_root)
         want = [n.grad for n in _all_nodes(ref_root)]
         _compare_backward(got, want, root, ref_root, label, shared=build is not _expression)
-    root, leaves = _ladder(LADDER_DEPTH)
+    root, leaves = _ladder(S, LADDER_DEPTH)
     with time_limit(TIME_LIMIT, _slow("backward")):
         run("a diamond ladder: backward", f, root)
-    ref_root, ref_leaves = _ladder(LADDER_DEPTH)
-    S.backward(ref_root)
+    ref_root, ref_leaves = _ladder(R, LADDER_DEPTH)
+    R.backward(ref_root)
     _compare_backward([leaves[0].grad], [ref_leaves[0].grad], root, ref_root, "a diamond ladder", shared=True)
-    root, leaves = _chain(CHAIN_LENGTH)
+    root, leaves = _chain(S, CHAIN_LENGTH)
     run(f"a chain of {CHAIN_LENGTH} additions: backward", f, root)
     if leaves[0].grad != 1.0:
         raise GradingFailure(f"a chain of {CHAIN_LENGTH} additions: the input's gradient is wrong")

@@ -1,12 +1,19 @@
 """Hidden checks of a03_im2col: convolution as one matrix product, and pooling.
 
 The exercises are the array kernels under the engine's conv and pool ops (`solutions/ops/im2col.py`,
-`conv.py`, `pool.py`). Each kernel is checked on its own, on seeded cases (strides 1-3, padding
-0-2 and asymmetric, dilation 1-3, groups, non-square kernels and odd sizes, a batch of one, one
-channel, float32 and float64), against the reference; then it is plugged into the reference
-engine (`override_everywhere`), where conv2d / max_pool2d forward, backward and gradients of
-gradients (create_graph=True) must still agree. Messages name the kind of mistake and the
-pattern of the case, never the inputs or the expected values.
+`conv.py`, `pool.py`). The student's kernel runs in the sandbox, in the course kit's engine where
+every other exercise is the reference and the kernel is plugged in wherever the engine calls it;
+the checks and the reference run here, and only plain data crosses (arrays, numbers, tuples).
+
+Each kernel is first called on its own, on seeded cases (strides 1-3, padding 0-2 and
+asymmetric, dilation 1-3, groups, non-square kernels and odd sizes, a batch of one, one channel,
+float32 and float64): its arguments go over as copies and its result comes back as an array,
+compared with the reference's. An argument the kernel must write into (col2im_accumulate's
+`target`) or must leave alone (windows' input) is created in the sandbox and read back after the
+call. Then conv2d / max_pool2d / avg_pool2d run in the sandbox's engine, which calls the
+student's kernel, and their forward, backward and gradients of gradients (create_graph=True)
+must agree with the reference engine's here. Messages name the kind of mistake and the pattern
+of the case, never the inputs or the expected values.
 """
 from __future__ import annotations
 
@@ -15,9 +22,10 @@ import math
 
 import numpy as np
 
-from autograder.checks import close, prepare, run, spec_of, time_limit
+from autograder.checks import close, prepare, reference_engine, run, spec_of, student_engine, time_limit
 from autograder.harness import GradingFailure
-from autograder.isolation import override_everywhere
+from autograder.judge.judge import current
+from autograder.judge.session import Proxy
 from autograder.spec import graded
 
 TIME_LIMIT = 30.0
@@ -44,12 +52,26 @@ def _dtype_name(dtype) -> str:
     return np.dtype(dtype).name
 
 
+def _type_name(value) -> str:
+    """The name of a result's type, also of one that stayed in the sandbox (a proxy)."""
+    if isinstance(value, Proxy):
+        return object.__getattribute__(value, "_type")
+    return type(value).__name__
+
+
+def _in_sandbox(array: np.ndarray):
+    """A copy of `array` that lives in the sandbox (a proxy): the student's code can write into it,
+    and np.asarray(proxy) reads it back. An array passed by value would be copied over, so an
+    in-place write there would never be seen here."""
+    return current().request("ref", array)
+
+
 def _array(label: str, name: str, got, shape: tuple, dtype, shape_hint=None) -> np.ndarray:
     """The student's result as an ndarray of the expected shape and dtype, or a GradingFailure."""
     if got is None:
         raise GradingFailure(f"{label}: {name} returned None; return the result array")
     if not isinstance(got, np.ndarray):
-        raise GradingFailure(f"{label}: {name} returned {type(got).__name__}; return a NumPy array")
+        raise GradingFailure(f"{label}: {name} returned {_type_name(got)}; return a NumPy array")
     if got.shape != tuple(shape):
         message = shape_hint(got.shape) if shape_hint else None
         raise GradingFailure(f"{label}: " + (message or f"{name} returned an array of the wrong shape"))
@@ -136,7 +158,7 @@ def check_output_size(output_size, rng):
         if isinstance(got, (bool, np.bool_)) or not isinstance(got, (int, np.integer)):
             if isinstance(got, (float, np.floating)) and float(got).is_integer() and int(got) == want:
                 raise GradingFailure(f"{label}: output_size returned a float; return an int (use // for the division)")
-            raise GradingFailure(f"{label}: output_size returned {type(got).__name__}; return an int")
+            raise GradingFailure(f"{label}: output_size returned {_type_name(got)}; return an int")
         if got == want:
             continue
         if got == _formula(size, kernel, stride, pad, 1):
@@ -190,8 +212,9 @@ def check_windows(windows, rng):
             label = f"{label}, input {shape}, {_dtype_name(dtype)}"
             xp = rng.standard_normal(shape).astype(dtype)
             keep = xp.copy()
-            got = run(f"{label}: windows", f, xp, kernel, stride, dilation)
-            if not np.array_equal(xp, keep):
+            there = _in_sandbox(xp)
+            got = run(f"{label}: windows", f, there, kernel, stride, dilation)
+            if not np.array_equal(np.asarray(there), keep):
                 raise GradingFailure(f"{label}: windows changed its input; it only reads it")
             want = reference(keep, kernel, stride, dilation)
             swapped = _steps_swapped(keep, kernel, stride, dilation) if stride != dilation else None
@@ -273,7 +296,7 @@ def check_im2col(im2col_padded, rng):
                                      "column n*OH*OW + oh*OW + ow holds xp[n, c, oh*SH + i*DH, ow*SW + j*DW]")
             raise GradingFailure(f"{label}: wrong values; cols[c*KH*KW + i*KW + j, n*OH*OW + oh*OW + ow] = "
                                  "xp[n, c, oh*SH + i*DH, ow*SW + j*DW]")
-        _inside_the_engine("im2col_padded", f, rng, "the convolution (forward and backward) using your im2col_padded")
+        _inside_the_engine("im2col_padded", rng, "the convolution (forward and backward) using your im2col_padded")
     _speed("im2col_padded", f, np.zeros(SPEED_SHAPE, np.float32), (3, 3), (1, 1), (1, 1))
 
 
@@ -311,8 +334,10 @@ def check_col2im(col2im_accumulate, rng):
             OW = (Wp - dilation[1] * (kernel[1] - 1) - 1) // stride[1] + 1
             cols = rng.standard_normal((C * kernel[0] * kernel[1], N * OH * OW)).astype(dtype)
             start = rng.standard_normal((C, N, Hp, Wp)).astype(dtype)  # what the caller accumulated so far
-            target, keep_cols = start.copy(), cols.copy()
-            result = run(f"{label}: col2im_accumulate", f, cols, target, kernel, stride, dilation)
+            keep_cols = cols.copy()
+            there = _in_sandbox(start)
+            result = run(f"{label}: col2im_accumulate", f, cols, there, kernel, stride, dilation)
+            target = np.asarray(there)
             want = start.copy()
             reference(keep_cols, want, kernel, stride, dilation)
             if close(target, want, dtype):
@@ -333,7 +358,7 @@ def check_col2im(col2im_accumulate, rng):
                                      "it (the caller sums several pieces into the same target)")
             raise GradingFailure(f"{label}: wrong values; target[c, n, oh*SH + i*DH, ow*SW + j*DW] += "
                                  "cols[c*KH*KW + i*KW + j, n*OH*OW + oh*OW + ow]")
-        _inside_the_engine("col2im_accumulate", f, rng,
+        _inside_the_engine("col2im_accumulate", rng,
                            "the convolution's input gradient (transposed convolution) using your col2im_accumulate")
     N, C, H, W = SPEED_SHAPE
     _speed("col2im_accumulate", f, np.zeros((C * 9, N * (H - 2) * (W - 2)), np.float32),
@@ -341,19 +366,19 @@ def check_col2im(col2im_accumulate, rng):
 
 
 # --------------------------------------------------------------------------------------------
-# The convolution inside the reference engine, with one kernel replaced by the student's
+# The convolution inside the sandbox's engine, which calls the student's kernel
 # --------------------------------------------------------------------------------------------
 ENGINE_CASES = [0, 1, 2, 3, 6, 8]  # indices into CONV_PATTERNS: stride 2 uses col2im for dx
 
 
-def _conv_results(x, w, b, params, g, vx, vw):
-    """z, dx, dw, db, and the gradients of <dx, vx> + <dw, vw> with respect to x and w."""
-    from solutions import Tensor, grad, ops
-    xt, wt, bt = Tensor(x.copy(), requires_grad=True), Tensor(w.copy(), requires_grad=True), Tensor(b.copy(), requires_grad=True)
-    z = ops.conv2d(xt, wt, bt, **params)
-    dx, dw, db = grad(z, [xt, wt, bt], Tensor(g), create_graph=True)
-    total = (dx * Tensor(vx)).sum() + (dw * Tensor(vw)).sum()
-    ddx, ddw = grad(total, [xt, wt])
+def _conv_results(E, x, w, b, params, g, vx, vw):
+    """z, dx, dw, db, and the gradients of <dx, vx> + <dw, vw> with respect to x and w, in engine E
+    (the student's, in the sandbox, or the reference)."""
+    xt, wt, bt = (E.Tensor(a.copy(), requires_grad=True) for a in (x, w, b))
+    z = E.ops.conv2d(xt, wt, bt, **params)
+    dx, dw, db = E.grad(z, [xt, wt, bt], E.Tensor(g), create_graph=True)
+    total = (dx * E.Tensor(vx)).sum() + (dw * E.Tensor(vw)).sum()
+    ddx, ddw = E.grad(total, [xt, wt])
     return [np.array(t.data) for t in (z, dx, dw, db, ddx, ddw)]
 
 
@@ -362,20 +387,18 @@ WHAT = ["the output", "the input gradient dx", "the weight gradient dw", "the bi
         "a gradient of a gradient (create_graph=True) with respect to w"]
 
 
-def _inside_the_engine(name: str, student, rng, what: str) -> None:
-    original = getattr(_im(), name, None) if hasattr(_im(), name) else getattr(_conv(), name)
+def _inside_the_engine(name: str, rng, what: str) -> None:
+    S, R = student_engine(), reference_engine()
     for k in ENGINE_CASES:
         pattern = CONV_PATTERNS[k]
         x_shape, w_shape, params = _conv_shapes(rng, pattern)
         x, w = rng.standard_normal(x_shape), rng.standard_normal(w_shape)
         b = rng.standard_normal(w_shape[0])
-        from solutions import ops
-        out_shape = ops.conv2d(x, w, b, **params).shape
+        out_shape = R.ops.conv2d(x, w, b, **params).shape
         g, vx, vw = rng.standard_normal(out_shape), rng.standard_normal(x_shape), rng.standard_normal(w_shape)
         label = f"{pattern[0]}, inside conv2d"
-        with override_everywhere(name, student, original):
-            got = run(f"{label}: {what}", _conv_results, x, w, b, params, g, vx, vw)
-        want = _conv_results(x, w, b, params, g, vx, vw)
+        got = run(f"{label}: {what}", _conv_results, S, x, w, b, params, g, vx, vw)
+        want = _conv_results(R, x, w, b, params, g, vx, vw)
         for a, b_, text in zip(got, want, WHAT):
             if not close(a, b_):
                 raise GradingFailure(f"{label}: {what}: {text} comes out wrong, although the checks of "
@@ -437,7 +460,7 @@ def check_conv2d(conv2d_array, rng):
             if not isinstance(cols, np.ndarray) or cols.shape != cols_ref.shape or not close(cols, cols_ref, dtype):
                 raise GradingFailure(f"{label}: the second value must be the column matrix of the padded input, "
                                      "(C*KH*KW, N*OH*OW), exactly what im2col_padded returns")
-        _inside_the_engine("conv2d_array", f, rng, "the convolution (forward and backward) using your conv2d_array")
+        _inside_the_engine("conv2d_array", rng, "the convolution (forward and backward) using your conv2d_array")
 
 
 @graded("a03-conv2d-weight-grad", "solutions.ops.conv:conv2d_weight_grad_array", points=2,
@@ -478,7 +501,7 @@ def check_conv2d_weight_grad(conv2d_weight_grad_array, rng):
                                      "transposing it first: dw = dZ cols^T is (K, C*KH*KW) per group")
             raise GradingFailure(f"{label}: wrong values; dw = dZ cols^T per group, with dZ the (K, N*OH*OW) "
                                  "matrix of grad and cols x's column matrix")
-        _inside_the_engine("conv2d_weight_grad_array", f, rng,
+        _inside_the_engine("conv2d_weight_grad_array", rng,
                            "the convolution's weight gradient using your conv2d_weight_grad_array")
 
 
@@ -573,7 +596,7 @@ def check_max_pool(max_pool2d_array, rng):
                                          "when a value is strictly greater (>)")
                 raise GradingFailure(f"{label}: index must be the offset of the winner inside its window, "
                                      "i*KW + j (row-major), not a position in the image")
-        _inside_the_pool_engine("max_pool2d_array", f, rng)
+        _inside_the_pool_engine("max_pool2d_array", rng)
     _speed("max_pool2d_array", f, rng.standard_normal(SPEED_SHAPE).astype(np.float32), (3, 3), (1, 1), (1, 1))
 
 
@@ -609,7 +632,7 @@ def check_max_pool_backward(max_pool2d_scatter_array, rng):
                                      "gradients (np.add with where=, or +=), do not overwrite them")
             raise GradingFailure(f"{label}: wrong values; each window's gradient goes to the pixel its index "
                                  "names (offset i*KW + j of the window), every other pixel gets 0")
-        _inside_the_pool_engine("max_pool2d_scatter_array", f, rng)
+        _inside_the_pool_engine("max_pool2d_scatter_array", rng)
     x = rng.standard_normal(SPEED_SHAPE).astype(np.float32)
     _, index = forward(x, (3, 3), (1, 1), (1, 1))
     _speed("max_pool2d_scatter_array", f, np.ones(index.shape, np.float32), index, x.shape, (3, 3), (1, 1), (1, 1))
@@ -627,31 +650,29 @@ def _scatter_assigning(grad, index, x_shape, kernel, stride, pad):
     return dxp[:, :, pad[0]:pad[0] + H, pad[1]:pad[1] + W]
 
 
-def _pool_results(x, params, g, v, op):
-    from solutions import Tensor, grad, ops
-    xt = Tensor(x.copy(), requires_grad=True)
-    z = getattr(ops, op)(xt, **params)
-    (dx,) = grad(z, [xt], Tensor(g), create_graph=True)
-    gt = Tensor(g.copy(), requires_grad=True)
-    (dx2,) = grad(getattr(ops, op)(xt, **params), [xt], gt, create_graph=True)
-    (dg,) = grad((dx2 * Tensor(v)).sum(), [gt])
+def _pool_results(E, x, params, g, v, op):
+    """z, dx, and the gradient of <dx, v> with respect to the upstream gradient, in engine E."""
+    xt = E.Tensor(x.copy(), requires_grad=True)
+    z = getattr(E.ops, op)(xt, **params)
+    (dx,) = E.grad(z, [xt], E.Tensor(g), create_graph=True)
+    gt = E.Tensor(g.copy(), requires_grad=True)
+    (dx2,) = E.grad(getattr(E.ops, op)(xt, **params), [xt], gt, create_graph=True)
+    (dg,) = E.grad((dx2 * E.Tensor(v)).sum(), [gt])
     return [np.array(t.data) for t in (z, dx, dg)]
 
 
-def _inside_the_pool_engine(name: str, student, rng) -> None:
-    original = getattr(_pool(), name)
+def _inside_the_pool_engine(name: str, rng) -> None:
+    S, R = student_engine(), reference_engine()
     op = "avg_pool2d" if name.startswith("avg") else "max_pool2d"
     for k in (1, 2, 3):
         label, kernel, stride, pad = POOL_PATTERNS[k]
         x = _pool_input(rng, POOL_PATTERNS[k], np.float64, False, 0)
         params = dict(kernel_size=kernel, stride=stride, padding=pad)
-        from solutions import ops
-        out_shape = getattr(ops, op)(x, **params).shape
+        out_shape = getattr(R.ops, op)(x, **params).shape
         g, v = rng.standard_normal(out_shape), rng.standard_normal(x.shape)
         label = f"{label}, inside {op}"
-        with override_everywhere(name, student, original):
-            got = run(f"{label}: the forward and backward of {op} using your {name}", _pool_results, x, params, g, v, op)
-        want = _pool_results(x, params, g, v, op)
+        got = run(f"{label}: the forward and backward of {op} using your {name}", _pool_results, S, x, params, g, v, op)
+        want = _pool_results(R, x, params, g, v, op)
         for a, b, text in zip(got, want, ["the output", "the input gradient",
                                           "a gradient of the gradient (create_graph=True)"]):
             if not close(a, b):
@@ -702,13 +723,14 @@ def check_avg_pool(avg_pool2d_array, rng):
         want = reference(x, (2, 2), (2, 2), (0, 0))
         if not isinstance(got, np.ndarray) or got.dtype != np.float64 or not close(got, want):
             raise GradingFailure(f"{label}: the mean of integers is a float: return float64 for an integer input")
-        _inside_the_pool_engine("avg_pool2d_array", f, rng)
+        _inside_the_pool_engine("avg_pool2d_array", rng)
     _speed("avg_pool2d_array", f, np.zeros(SPEED_SHAPE, np.float32), (3, 3), (1, 1), (1, 1))
 
 
 @graded("a03-global-avg-pool", "solutions.ops.pool:global_avg_pool2d", points=1, title="global_avg_pool2d")
 def check_global_avg_pool(global_avg_pool2d, rng):
-    from solutions import Tensor, grad
+    S = student_engine()
+    Tensor, grad = S.Tensor, S.grad
     f = prepare(global_avg_pool2d, "a03-global-avg-pool", "function")
     for shape, dtype, label in [((2, 3, 4, 5), np.float64, "a (2, 3, 4, 5) batch, float64"),
                                 ((1, 1, 3, 3), np.float64, "one image with one channel"),
@@ -717,7 +739,7 @@ def check_global_avg_pool(global_avg_pool2d, rng):
         xt = Tensor(x.copy(), requires_grad=True)
         out = run(f"{label}: global_avg_pool2d", f, xt)
         if not isinstance(out, Tensor):
-            raise GradingFailure(f"{label}: global_avg_pool2d returned {type(out).__name__}; return a Tensor built "
+            raise GradingFailure(f"{label}: global_avg_pool2d returned {_type_name(out)}; return a Tensor built "
                                  "with Tensor operations (x.mean(...))")
         want = x.astype(np.float64).mean(axis=(2, 3))
         if out.shape != want.shape:

@@ -1,13 +1,16 @@
 """Hidden checks of a04_conv_backward: the convolution's backward pass as chapter 4 derives it.
 
 The exercises are the pieces of `solutions/ops/conv_backward.py` (dilate, erode, pad2d, unpad2d,
-rotate180) and the formula that assembles them, `conv2d_backward_derived`. Each piece is checked on
-its own on arrays and, where it takes Tensors, as a differentiable op; dilate and erode are then
-plugged into the reference engine, where the derived backward must still agree. The derived
-backward is compared with the reference on seeded geometries (strides 1-3, strides that do not
-divide the input, padding 0-2 and asymmetric, dilation 1-3, groups, non-square kernels, a batch
-of one with one channel), on arrays and on Tensors with gradients of gradients. Messages name
-the kind of mistake, never the inputs or the expected values.
+rotate180) and the formula that assembles them, `conv2d_backward_derived`. Every check runs in the
+trusted judge: the student's answer runs in the sandbox's engine, where every other exercise is the
+reference, and the reference runs here; only plain data (arrays, numbers, shapes) crosses. Each
+piece is checked on its own on arrays and, where it takes Tensors (built with the sandbox's engine),
+as a differentiable op; the student's dilate and erode kernels, plugged into the sandbox's engine,
+must then leave the derived backward in agreement with the reference's. The derived backward is
+compared with the reference on seeded geometries (strides 1-3, strides that do not divide the
+input, padding 0-2 and asymmetric, dilation 1-3, groups, non-square kernels, a batch of one with
+one channel), on arrays and on Tensors with gradients of gradients. Messages name the kind of
+mistake, never the inputs or the expected values.
 """
 from __future__ import annotations
 
@@ -15,16 +18,30 @@ import importlib
 
 import numpy as np
 
-from autograder.checks import close, prepare, run, spec_of, time_limit
+from autograder.checks import close, prepare, reference_engine, run, spec_of, student_engine, time_limit
 from autograder.harness import GradingFailure
-from autograder.isolation import override_everywhere
+from autograder.judge.judge import student_module
+from autograder.judge.session import Proxy
 from autograder.spec import graded
 
 TIME_LIMIT = 30.0
 
 
 def _cb():
+    """The reference's conv_backward module (here, in the judge)."""
     return importlib.import_module("solutions.ops.conv_backward")
+
+
+def _student_cb():
+    """The sandbox's conv_backward module: the student's answer plugged in, the rest the reference."""
+    return student_module("solutions.ops.conv_backward")
+
+
+def _type_name(value) -> str:
+    """The class name of a local value or of the sandbox object a proxy stands for."""
+    if isinstance(value, Proxy):
+        return object.__getattribute__(value, "_type")
+    return type(value).__name__
 
 
 def _slow(name: str) -> str:
@@ -40,7 +57,7 @@ def _result_array(label: str, name: str, got, want: np.ndarray, shape_hint=None)
     if got is None:
         raise GradingFailure(f"{label}: {name} returned None; return the result")
     if not isinstance(got, np.ndarray):
-        raise GradingFailure(f"{label}: {name} returned {type(got).__name__} for an ndarray input; return an ndarray")
+        raise GradingFailure(f"{label}: {name} returned {_type_name(got)} for an ndarray input; return an ndarray")
     if got.shape != want.shape:
         message = shape_hint(tuple(got.shape)) if shape_hint else None
         raise GradingFailure(f"{label}: " + (message or f"{name} returned an array of the wrong shape"))
@@ -122,7 +139,7 @@ def check_dilate(_dilate_array, rng):
                 raise GradingFailure(f"{label}: x was copied as a block: spread its samples out, x[i, j] to (s*i, s*j)")
             raise GradingFailure(f"{label}: wrong values; out[..., s*i, s*j] = x[..., i, j] and zeros everywhere "
                                  "else (extra rows and columns of `size` stay zero, at the end)")
-        _inside_the_derived_backward("_dilate_array", f, rng)
+        _inside_the_derived_backward("_dilate_array", rng)
 
 
 def _erode_cases(rng):
@@ -169,7 +186,7 @@ def check_erode(_erode_array, rng):
             if stride != (1, 1) and late.shape == out.shape and np.array_equal(out, late):
                 raise GradingFailure(f"{label}: {starts_late}")
             raise GradingFailure(f"{label}: wrong values; out[..., i, j] = x[..., s*i, s*j]")
-        _inside_the_derived_backward("_erode_array", f, rng)
+        _inside_the_derived_backward("_erode_array", rng)
 
 
 # --------------------------------------------------------------------------------------------
@@ -177,7 +194,8 @@ def check_erode(_erode_array, rng):
 # --------------------------------------------------------------------------------------------
 @graded("a04-pad2d", "solutions.ops.conv_backward:pad2d", points=1, title="pad2d")
 def check_pad2d(pad2d, rng):
-    from solutions import Tensor, grad
+    S = student_engine()
+    Tensor, grad = S.Tensor, S.grad
     f = prepare(pad2d, "a04-pad2d", "function")
     reference = spec_of("a04-pad2d").reference()
     specs = [
@@ -230,7 +248,8 @@ def check_pad2d(pad2d, rng):
 
 @graded("a04-unpad2d", "solutions.ops.conv_backward:unpad2d", points=1, title="unpad2d")
 def check_unpad2d(unpad2d, rng):
-    from solutions import Tensor, grad
+    S = student_engine()
+    Tensor, grad = S.Tensor, S.grad
     f = prepare(unpad2d, "a04-unpad2d", "function")
     reference = spec_of("a04-unpad2d").reference()
     specs = [
@@ -285,7 +304,8 @@ def _raises_value_error(f, *args) -> bool:
 
 @graded("a04-rotate180", "solutions.ops.conv_backward:rotate180", points=1, title="rotate180")
 def check_rotate180(rotate180, rng):
-    from solutions import Tensor, grad
+    S = student_engine()
+    Tensor, grad = S.Tensor, S.grad
     f = prepare(rotate180, "a04-rotate180", "function")
     specs = [("a 3x3 kernel", (3, 3)), ("a non-square 2x3 kernel", (2, 3)),
              ("a (4, 2, 3, 2) weight", (4, 2, 3, 2)), ("a (2, 1, 1, 4) weight (one kernel row)", (2, 1, 1, 4))]
@@ -434,7 +454,7 @@ def _compare_derived(label, got, want, keep, params, pads, dtype):
     names = ("dx", "dw", "db")
     for name, a in zip(names, got):
         if not isinstance(a, np.ndarray):
-            raise GradingFailure(f"{label}: {name} is {type(a).__name__}; for array inputs return arrays")
+            raise GradingFailure(f"{label}: {name} is {_type_name(a)}; for array inputs return arrays")
     dx, dw, db = got
     if dx.shape != want[0].shape:
         message = _dx_hint(label, dx, x.shape, pads, x, w, g, params)
@@ -473,66 +493,64 @@ def _compare_derived(label, got, want, keep, params, pads, dtype):
 
 def _tensor_derived(label, f, keep, params, rng):
     """With Tensors: the gradients are Tensors of the graph, and their own gradients are right."""
-    from solutions import Tensor, grad
+    S, R = student_engine(), reference_engine()
     x, w, g = keep
 
-    def results(fn):
-        xt, wt, gt = (Tensor(a.astype(np.float64), requires_grad=True) for a in (x, w, g))
+    def results(E, fn):
+        """fn's (dx, dw, db) on engine E's Tensors, and the gradients of <(dx, dw, db), v>."""
+        xt, wt, gt = (E.Tensor(a.astype(np.float64), requires_grad=True) for a in (x, w, g))
         dx, dw, db = fn(xt, wt, gt, *params.values())
         out = [dx, dw, db]
         total = None
         vs = np.random.default_rng(11)
         for t in out:
-            term = (t * Tensor(vs.standard_normal(t.shape))).sum()
+            term = (t * E.Tensor(vs.standard_normal(t.shape))).sum()
             total = term if total is None else total + term
-        seconds = grad(total, [xt, wt, gt], allow_unused=True)
+        seconds = E.grad(total, [xt, wt, gt], allow_unused=True)
         return out, [np.zeros(a.shape) if s is None else np.array(s.data) for s, a in zip(seconds, (x, w, g))]
 
     label = f"{label.rsplit(', ', 1)[0]}, Tensor inputs"
-    got = run(f"{label}: conv2d_backward_derived", lambda: _tensor_outputs(f, x, w, g, params))
+    got = run(f"{label}: conv2d_backward_derived", lambda: _tensor_outputs(S, f, x, w, g, params))
     for name, t in zip(("dx", "dw", "db"), got):
-        if not isinstance(t, Tensor):
+        if not isinstance(t, S.Tensor):
             raise GradingFailure(f"{label}: with Tensor inputs, {name} must be a Tensor built with the engine's ops "
-                                 f"(got {type(t).__name__}), so that it can be differentiated again")
+                                 f"(got {_type_name(t)}), so that it can be differentiated again")
         if not t.requires_grad:
             raise GradingFailure(f"{label}: with Tensor inputs, {name} is not part of the graph: build it with the "
                                  "engine's ops (dilate, pad2d, conv2d, ...) on the Tensors, not on their .data")
-    _, got_second = run(f"{label} with create_graph: conv2d_backward_derived", results, f)
-    _, want_second = results(spec_of("a04-conv-backward").reference())
+    _, got_second = run(f"{label} with create_graph: conv2d_backward_derived", results, S, f)
+    _, want_second = results(R, spec_of("a04-conv-backward").reference())
     for name, a, b in zip(("x", "w", "dz"), got_second, want_second):
         if not close(a, b):
             raise GradingFailure(f"{label}: gradients of your gradients (with respect to {name}) are wrong: build "
                                  "dx, dw and db from the engine's ops on the input Tensors only")
 
 
-def _tensor_outputs(f, x, w, g, params):
-    from solutions import Tensor
-    xt, wt, gt = (Tensor(a.astype(np.float64), requires_grad=True) for a in (x, w, g))
+def _tensor_outputs(S, f, x, w, g, params):
+    xt, wt, gt = (S.Tensor(a.astype(np.float64), requires_grad=True) for a in (x, w, g))
     return f(xt, wt, gt, *params.values())
 
 
-def _inside_the_derived_backward(name: str, student, rng) -> None:
-    """dilate / erode plugged into the reference engine: the derived backward must still agree."""
-    original = getattr(_cb(), name)
-    reference = _cb().conv2d_backward_derived
+def _inside_the_derived_backward(name: str, rng) -> None:
+    """dilate / erode inside the sandbox's engine (the student's kernel plugged in, the rest the
+    reference): the derived backward there must agree with the reference's here."""
+    S, R = student_engine(), reference_engine()
     for k in (2, 3, 5, 6):
         pattern = DERIVED_PATTERNS[k]
         x_shape, w_shape, params = _derived_case(rng, pattern)
         x, w = rng.standard_normal(x_shape), rng.standard_normal(w_shape)
-        from solutions import Tensor, grad, ops
-        g = rng.standard_normal(ops.conv2d(x, w, None, **params).shape)
+        g = rng.standard_normal(R.ops.conv2d(x, w, None, **params).shape)
 
-        def results():
-            xt, wt, gt = (Tensor(a.copy(), requires_grad=True) for a in (x, w, g))
-            dx, dw, db = reference(xt, wt, gt, **params)
+        def results(E, cb):
+            xt, wt, gt = (E.Tensor(a.copy(), requires_grad=True) for a in (x, w, g))
+            dx, dw, db = cb.conv2d_backward_derived(xt, wt, gt, **params)
             total = (dx * dx).sum() + (dw * dw).sum()
-            ddx, ddw, ddg = grad(total, [xt, wt, gt])
+            ddx, ddw, ddg = E.grad(total, [xt, wt, gt])
             return [np.array(t.data) for t in (dx, dw, db, ddx, ddw, ddg)]
 
         label = f"{pattern[0]}, inside the derived backward"
-        with override_everywhere(name, student, original):
-            got = run(f"{label} using your {name}", results)
-        want = results()
+        got = run(f"{label} using your {name}", results, S, _student_cb())
+        want = results(R, _cb())
         for a, b in zip(got, want):
             if not close(a, b):
                 raise GradingFailure(f"{label}: the convolution's gradients come out wrong with your {name}, "

@@ -2,12 +2,15 @@
 
 The exercises are functions and methods of `solutions/nn/` (fan_in_and_fan_out, kaiming_uniform_,
 linear, dropout, batch_norm, cross_entropy), `solutions/optim.py` (SGD._update, Adam._update) and
-`solutions/data.py` (DataLoader.__iter__). Each runs inside the reference engine, isolated, so its
-gradients are checked fully (the student's own kit stubs the earlier assignments' backward ops).
-Random parts (initialization, dropout masks, shuffling) are checked by their contract, not by
-the reference's exact draws: bounds and variances, mask values and rates, permutations,
-reproducibility from the given generator. Optimizers are run for several steps with gradients
-set by hand and compared with PyTorch's update rules. Messages name the kind of mistake.
+`solutions/data.py` (DataLoader.__iter__). Each is graded by the trusted judge: the student's answer
+runs in the sandbox's engine, where every other exercise is the reference, on inputs built there
+with that engine (Tensors, generators, datasets, running-statistics arrays); the same case runs
+through the reference engine here, and only plain data (arrays, numbers) crosses, so gradients are
+checked fully. Random parts (initialization, dropout masks, shuffling) draw from generators made in
+the sandbox and are checked by their contract, not by the reference's exact draws: bounds and
+variances, mask values and rates, permutations, reproducibility from the given generator.
+Optimizers are run for several steps with gradients set by hand and compared with PyTorch's update
+rules. Messages name the kind of mistake.
 """
 from __future__ import annotations
 
@@ -15,8 +18,10 @@ import math
 
 import numpy as np
 
-from autograder.checks import close, prepare, run, spec_of, time_limit
+from autograder.checks import close, prepare, run, spec_of, student_engine, time_limit
 from autograder.harness import GradingFailure
+from autograder.judge.judge import current, student_module
+from autograder.judge.session import Proxy
 from autograder.spec import graded
 
 TIME_LIMIT = 30.0
@@ -30,10 +35,40 @@ def _dtype_name(dtype) -> str:
     return np.dtype(dtype).name
 
 
+# --------------------------------------------------------------------------------------------
+# The sandbox side: objects made there, with the student's engine
+# --------------------------------------------------------------------------------------------
+def _type_name(obj) -> str:
+    """The class name of a value, or of the sandbox object a proxy stands for."""
+    return object.__getattribute__(obj, "_type") if isinstance(obj, Proxy) else type(obj).__name__
+
+
+def _same_object(a, b) -> bool:
+    """Whether two proxies stand for the very same sandbox object (`a is b` over there)."""
+    return isinstance(a, Proxy) and isinstance(b, Proxy) and \
+        object.__getattribute__(a, "_id") == object.__getattribute__(b, "_id")
+
+
+def _student_rng(seed: int):
+    """`np.random.default_rng(seed)`, made in the sandbox (a Generator does not cross)."""
+    return current().module("numpy").random.default_rng(seed)
+
+
+def _sandbox_array(a: np.ndarray):
+    """A sandbox copy of `a`, kept there (a proxy): what the student's code changes in place shows
+    up in `np.asarray(proxy)`."""
+    return current().request("ref", a)
+
+
+def _sandbox_subclass(base, name: str, namespace: dict):
+    """`type(name, (*bases,), namespace)` in the sandbox, for classes of the sandbox (proxies)."""
+    bases = base if isinstance(base, tuple) else (base,)
+    return current().request("operator", bases[0], name="type")(name, bases, namespace)
+
+
 def _tensor_result(label: str, name: str, out, shape=None):
-    from solutions import Tensor
-    if not isinstance(out, Tensor):
-        raise GradingFailure(f"{label}: {name} returned {type(out).__name__}; return a Tensor built with Tensor "
+    if not isinstance(out, student_engine().Tensor):
+        raise GradingFailure(f"{label}: {name} returned {_type_name(out)}; return a Tensor built with Tensor "
                              "operations")
     if shape is not None and out.shape != tuple(shape):
         raise GradingFailure(f"{label}: {name} returned a Tensor of the wrong shape")
@@ -41,11 +76,12 @@ def _tensor_result(label: str, name: str, out, shape=None):
 
 
 def _raises(f, *args, **kwargs):
-    """The exception type f raises (None if it returns)."""
+    """The exception f raises (None if it returns); a student's exception also is its builtin
+    class (`isinstance(error, ValueError)`)."""
     try:
         f(*args, **kwargs)
     except Exception as error:  # noqa: BLE001 (the student's code: any exception is an answer here)
-        return type(error)
+        return error
     return None
 
 
@@ -76,14 +112,14 @@ def check_fan(fan_in_and_fan_out, rng):
                                  "by the receptive field (the product of the kernel dimensions)")
         raise GradingFailure(f"{label}: wrong fans; fan_in = shape[1] x receptive field, fan_out = shape[0] x "
                              "receptive field")
-    if run("a 1-D shape: fan_in_and_fan_out", _raises, f, (5,)) is not ValueError:
+    if not isinstance(run("a 1-D shape: fan_in_and_fan_out", _raises, f, (5,)), ValueError):
         raise GradingFailure("a 1-D shape has no fan in and fan out: raise a ValueError")
 
 
 @graded("a05-kaiming-uniform", "solutions.nn.init:kaiming_uniform_", points=1, title="kaiming_uniform_")
 def check_kaiming_uniform(kaiming_uniform_, rng):
-    from solutions import Tensor
     from solutions.nn import init
+    Tensor = student_engine().Tensor
     f = prepare(kaiming_uniform_, "a05-kaiming-uniform", "function")
     cases = [
         ("the defaults (a=0, fan_in, leaky_relu) on a (300, 400) weight", (300, 400), {}, np.float64),
@@ -96,8 +132,8 @@ def check_kaiming_uniform(kaiming_uniform_, rng):
             label = f"{label}, {_dtype_name(dtype)}"
             t = Tensor(np.zeros(shape, dtype=dtype))
             seed = int(rng.integers(1 << 30))
-            out = run(f"{label}: kaiming_uniform_", lambda: f(t, rng=np.random.default_rng(seed), **kwargs))
-            if out is not t:
+            out = run(f"{label}: kaiming_uniform_", lambda: f(t, rng=_student_rng(seed), **kwargs))
+            if not _same_object(out, t):
                 raise GradingFailure(f"{label}: fill the tensor in place and return it (return tensor), as "
                                      "torch.nn.init does")
             w = np.asarray(t.data)
@@ -114,8 +150,8 @@ def check_kaiming_uniform(kaiming_uniform_, rng):
                     and abs(float(np.var(w.astype(np.float64))) / (bound * bound / 3) - 1) < 0.05 \
                     and abs(float(np.mean(w))) < 0.02 * bound:
                 t2 = Tensor(np.zeros(shape, dtype=dtype))
-                run(f"{label}: kaiming_uniform_", lambda: f(t2, rng=np.random.default_rng(seed), **kwargs))
-                if not np.array_equal(t2.data, w):
+                run(f"{label}: kaiming_uniform_", lambda: f(t2, rng=_student_rng(seed), **kwargs))
+                if not np.array_equal(np.asarray(t2.data), w):
                     raise GradingFailure(f"{label}: draw from the generator `rng` you are given, so that a seeded "
                                          "model is the same model every time")
                 continue
@@ -137,20 +173,23 @@ def check_kaiming_uniform(kaiming_uniform_, rng):
 # --------------------------------------------------------------------------------------------
 # linear, dropout, batch_norm, cross_entropy (composites: gradients come from the engine's ops)
 # --------------------------------------------------------------------------------------------
-def _grads_of(fn, arrays, needs, upstream, name="the function"):
-    """Output data and the gradients of every input that needs one, through the reference engine."""
-    from solutions import Tensor, grad
+def _grads_of(E, fn, arrays, needs, upstream, name="the function"):
+    """The output and the gradients (arrays) of every input that needs one, through engine E: the
+    student's (`student_engine()`, in the sandbox; `fn` the answer) or the reference (`solutions`)."""
+    Tensor = E.Tensor
     ts = [None if a is None else Tensor(a.copy(), requires_grad=n) for a, n in zip(arrays, needs)]
     out = fn(*ts)
     if not isinstance(out, Tensor):
-        raise GradingFailure(f"{name} returned {type(out).__name__}; return a Tensor built with Tensor operations")
+        raise GradingFailure(f"{name} returned {_type_name(out)}; return a Tensor built with Tensor operations")
     wanted = [t for t, n in zip(ts, needs) if t is not None and n]
-    gs = grad(out, wanted, Tensor(upstream.astype(out.dtype)), allow_unused=True) if wanted else []
+    gs = E.grad(out, wanted, Tensor(upstream.astype(out.dtype)), allow_unused=True) if wanted else []
     return out, [None if g is None else np.array(g.data) for g in gs]
 
 
 @graded("a05-linear", "solutions.nn.functional:linear", points=1, title="linear")
 def check_linear(linear, rng):
+    import solutions as R
+    S = student_engine()
     f = prepare(linear, "a05-linear", "function")
     reference = spec_of("a05-linear").reference()
     cases = [
@@ -170,17 +209,18 @@ def check_linear(linear, rng):
                 return "W has shape (out_features, in_features): y = x W^T + b (transpose the weight)"
             return None
 
-        got, got_grads = run(f"{label}: linear", lambda: _grads_of(lambda *t: f(*t), [x, w, b], needs,
+        got, got_grads = run(f"{label}: linear", lambda: _grads_of(S, lambda *t: f(*t), [x, w, b], needs,
                                                                    rng_upstream(x, w), f"{label}: linear"), hint=hint)
-        want, want_grads = _grads_of(lambda *t: reference(*t), [x, w, b], needs, rng_upstream(x, w))
+        want, want_grads = _grads_of(R, lambda *t: reference(*t), [x, w, b], needs, rng_upstream(x, w))
         _tensor_result(label, "linear", got)
         if got.shape != want.shape:
             raise GradingFailure(f"{label}: the output must be (..., out_features): y = x W^T + b")
-        if not close(got.data, want.data, dtype):
-            if ws[0] == ws[1] and close(got.data, x @ w + (0 if b is None else b), dtype):
+        got_data = got.data
+        if not close(got_data, want.data, dtype):
+            if ws[0] == ws[1] and close(got_data, x @ w + (0 if b is None else b), dtype):
                 raise GradingFailure(f"{label}: W has shape (out_features, in_features): y = x W^T + b "
                                      "(transpose the weight)")
-            if b is not None and close(got.data, want.data - b, dtype):
+            if b is not None and close(got_data, want.data - b, dtype):
                 raise GradingFailure(f"{label}: the bias is missing")
             raise GradingFailure(f"{label}: wrong values; y = x W^T + b")
         if got.dtype != dtype:
@@ -189,8 +229,8 @@ def check_linear(linear, rng):
             if g is None or not close(g, h, dtype):
                 raise GradingFailure(f"{label}: the gradient with respect to {name} is wrong: build y with Tensor "
                                      "operations (x @ weight.T + bias), not on .data")
-    kind = run("mismatched features: linear", _raises, f, _t(np.zeros((2, 3))), _t(np.zeros((4, 5))), None)
-    if kind is not ValueError:
+    error = run("mismatched features: linear", _raises, f, _t(np.zeros((2, 3))), _t(np.zeros((4, 5))), None)
+    if not isinstance(error, ValueError):
         raise GradingFailure("an input with 3 features and a weight expecting 5 must raise a ValueError naming "
                              "both shapes (check x.shape[-1] against weight.shape[1])")
 
@@ -201,13 +241,14 @@ def rng_upstream(x, w):
 
 
 def _t(a, requires_grad=False):
-    from solutions import Tensor
-    return Tensor(a, requires_grad=requires_grad)
+    """A Tensor of the student's engine (in the sandbox)."""
+    return student_engine().Tensor(a, requires_grad=requires_grad)
 
 
 @graded("a05-dropout", "solutions.nn.functional:dropout", points=2, title="dropout")
 def check_dropout(dropout, rng):
-    from solutions import Tensor, grad
+    S = student_engine()
+    Tensor, grad = S.Tensor, S.grad
     f = prepare(dropout, "a05-dropout", "function")
     with time_limit(TIME_LIMIT, _slow("dropout")):
         # evaluation and p = 0: the identity
@@ -215,7 +256,7 @@ def check_dropout(dropout, rng):
         for label, p, training in [("evaluation mode (training=False), p = 0.5", 0.5, False),
                                    ("training with p = 0", 0.0, True)]:
             out = _tensor_result(label, "dropout", run(f"{label}: dropout", f, _t(x.copy(), True), p, training,
-                                                      np.random.default_rng(1)), x.shape)
+                                                      _student_rng(1)), x.shape)
             if not np.array_equal(out.data, x):
                 raise GradingFailure(f"{label}: dropout must return x unchanged (no mask, no scaling)")
         for p, dtype in [(0.3, np.float64), (0.5, np.float32), (0.8, np.float64)]:
@@ -223,7 +264,7 @@ def check_dropout(dropout, rng):
             ones = np.ones((200, 250), dtype=dtype)
             xt = Tensor(ones.copy(), requires_grad=True)
             out = _tensor_result(label, "dropout", run(f"{label}: dropout", f, xt, p, True,
-                                                      np.random.default_rng(int(rng.integers(1 << 30)))), ones.shape)
+                                                      _student_rng(int(rng.integers(1 << 30)))), ones.shape)
             if out.dtype != dtype:
                 raise GradingFailure(f"{label}: keep x's dtype (draw the mask in x's dtype or cast it)")
             v = np.asarray(out.data, dtype=np.float64)
@@ -256,17 +297,19 @@ def check_dropout(dropout, rng):
                 raise GradingFailure(f"{label}: the gradient must go through the same mask and scale as the output")
         # the same generator state gives the same mask; the mask depends on it
         x = rng.standard_normal((30, 40))
-        first = run("dropout twice with the same seed", f, _t(x.copy()), 0.5, True, np.random.default_rng(7))
-        second = run("dropout twice with the same seed", f, _t(x.copy()), 0.5, True, np.random.default_rng(7))
-        third = run("dropout with another seed", f, _t(x.copy()), 0.5, True, np.random.default_rng(8))
-        if not np.array_equal(first.data, second.data) or np.array_equal(first.data, third.data):
+        first = run("dropout twice with the same seed", f, _t(x.copy()), 0.5, True, _student_rng(7))
+        second = run("dropout twice with the same seed", f, _t(x.copy()), 0.5, True, _student_rng(7))
+        third = run("dropout with another seed", f, _t(x.copy()), 0.5, True, _student_rng(8))
+        first, second, third = (np.asarray(_tensor_result("dropout with a seeded generator", "dropout", out).data)
+                                for out in (first, second, third))
+        if not np.array_equal(first, second) or np.array_equal(first, third):
             raise GradingFailure("draw the mask from the generator `rng` you are given (rng.random(x.shape)), so "
                                  "that a seeded layer drops the same units on every run")
-        if not np.allclose(first.data[first.data != 0], 2 * x[first.data != 0]):
+        if not np.allclose(first[first != 0], 2 * x[first != 0]):
             raise GradingFailure("for an arbitrary x, every kept element is x / (1-p) (here p = 0.5)")
         label = "training with p = 1"
         xt = Tensor(rng.standard_normal((3, 4)), requires_grad=True)
-        out = _tensor_result(label, "dropout", run(f"{label}: dropout", f, xt, 1.0, True, np.random.default_rng(1)),
+        out = _tensor_result(label, "dropout", run(f"{label}: dropout", f, xt, 1.0, True, _student_rng(1)),
                              (3, 4))
         if not np.all(out.data == 0):
             raise GradingFailure(f"{label}: every element is dropped: the output is all zeros (without dividing by "
@@ -307,7 +350,8 @@ def _bn_reference(x, rm, rv, w, b, training, momentum, eps, unbiased_norm=False,
 
 @graded("a05-batch-norm", "solutions.nn.functional:batch_norm", points=3, title="batch_norm")
 def check_batch_norm(batch_norm, rng):
-    from solutions import Tensor
+    import solutions as R
+    S = student_engine()
     f = prepare(batch_norm, "a05-batch-norm", "function")
     reference = spec_of("a05-batch-norm").reference()
     cases = [
@@ -331,32 +375,35 @@ def check_batch_norm(batch_norm, rng):
             b = rng.standard_normal(C).astype(dtype) if affine else None
             rm0 = rng.standard_normal(C).astype(dtype) if stats else None
             rv0 = rng.uniform(0.5, 2.0, C).astype(dtype) if stats else None
-            rm, rv = (None if rm0 is None else rm0.copy()), (None if rv0 is None else rv0.copy())
-            rm_obj, rv_obj = rm, rv
+            # the student's running statistics live in the sandbox, where they are updated in place
+            rm, rv = (None if rm0 is None else _sandbox_array(rm0.copy())), \
+                (None if rv0 is None else _sandbox_array(rv0.copy()))
             upstream = rng.standard_normal(shape)
             needs = (True, False, False, affine, affine)
 
             def call(xt, _rm, _rv, wt, bt, fn=f, rm=rm, rv=rv):
                 return fn(xt, rm, rv, wt, bt, training, momentum, eps)
 
-            got, got_grads = run(f"{label}: batch_norm", _grads_of, call, [x, None, None, w, b], needs, upstream,
+            got, got_grads = run(f"{label}: batch_norm", _grads_of, S, call, [x, None, None, w, b], needs, upstream,
                                  f"{label}: batch_norm")
             _tensor_result(label, "batch_norm", got, shape)
+            rm_obj, rv_obj = (None if rm is None else np.asarray(rm)), (None if rv is None else np.asarray(rv))
             ref_rm, ref_rv = (None if rm0 is None else rm0.copy()), (None if rv0 is None else rv0.copy())
 
             def ref_call(xt, _rm, _rv, wt, bt):
                 return reference(xt, ref_rm, ref_rv, wt, bt, training, momentum, eps)
 
-            want, want_grads = _grads_of(ref_call, [x, None, None, w, b], needs, upstream)
+            want, want_grads = _grads_of(R, ref_call, [x, None, None, w, b], needs, upstream)
             args = (x, rm0, rv0, w, b, training, momentum, eps)
-            if not close(got.data, want.data, dtype):
-                if training and close(got.data, _bn_reference(*args, unbiased_norm=True)[0], dtype):
+            got_data = got.data
+            if not close(got_data, want.data, dtype):
+                if training and close(got_data, _bn_reference(*args, unbiased_norm=True)[0], dtype):
                     raise GradingFailure(f"{label}: normalize with the *biased* batch variance (divide by n, as "
                                          "x.var() does); the unbiased one (n - 1) is only for running_var")
-                if not training and stats and close(got.data, _bn_reference(*args[:5], True, momentum, eps)[0], dtype):
+                if not training and stats and close(got_data, _bn_reference(*args[:5], True, momentum, eps)[0], dtype):
                     raise GradingFailure(f"{label}: in evaluation mode normalize with the running statistics, not "
                                          "the batch's")
-                if training and len(shape) > 2 and close(got.data, _bn_reference(*args, axes=(0,))[0], dtype):
+                if training and len(shape) > 2 and close(got_data, _bn_reference(*args, axes=(0,))[0], dtype):
                     raise GradingFailure(f"{label}: the statistics are per channel (axis 1), over N and every "
                                          "spatial axis: reduce over axes (0, 2, ...), not axis 0 only")
                 shape1 = (1, C) + (1,) * (len(shape) - 2)
@@ -365,7 +412,7 @@ def check_batch_norm(batch_norm, rng):
                 outside = (x - mean) / (np.sqrt(var) + eps)
                 if training and affine:
                     outside = outside * w.reshape(shape1) + b.reshape(shape1)
-                if training and close(got.data, outside, dtype):
+                if training and close(got_data, outside, dtype):
                     raise GradingFailure(f"{label}: eps goes inside the square root: (x - mean) / sqrt(var + eps)")
                 raise GradingFailure(f"{label}: wrong output; y = weight * (x - mean) / sqrt(var + eps) + bias, per "
                                      "channel")
@@ -393,15 +440,17 @@ def check_batch_norm(batch_norm, rng):
                                          "mean and the unbiased batch variance")
             if stats and not training and not (np.array_equal(rm_obj, rm0) and np.array_equal(rv_obj, rv0)):
                 raise GradingFailure(f"{label}: evaluation mode must not change the running statistics")
-        x = Tensor(rng.standard_normal((1, 3)))
-        kind = run("training on one sample: batch_norm", _raises, f, x, np.zeros(3), np.ones(3), None, None, True)
-        if kind is not ValueError:
+        x = S.Tensor(rng.standard_normal((1, 3)))
+        error = run("training on one sample: batch_norm", _raises, f, x, np.zeros(3), np.ones(3), None, None, True)
+        if not isinstance(error, ValueError):
             raise GradingFailure("training on a single value per channel (input (1, C)) cannot estimate a variance: "
                                  "raise a ValueError")
 
 
 @graded("a05-cross-entropy", "solutions.nn.functional:cross_entropy", points=2, title="cross_entropy")
 def check_cross_entropy(cross_entropy, rng):
+    import solutions as R
+    S = student_engine()
     f = prepare(cross_entropy, "a05-cross-entropy", "function")
     reference = spec_of("a05-cross-entropy").reference()
     cases = [
@@ -422,19 +471,20 @@ def check_cross_entropy(cross_entropy, rng):
         def call(z, fn):
             return fn(z, target.copy(), reduction, smoothing)
 
-        got, got_grads = run(f"{label}: cross_entropy", _grads_of, lambda z: call(z, f), [logits], (True,), upstream,
-                             f"{label}: cross_entropy")
-        want, want_grads = _grads_of(lambda z: call(z, reference), [logits], (True,), upstream)
+        got, got_grads = run(f"{label}: cross_entropy", _grads_of, S, lambda z: call(z, f), [logits], (True,),
+                             upstream, f"{label}: cross_entropy")
+        want, want_grads = _grads_of(R, lambda z: call(z, reference), [logits], (True,), upstream)
         _tensor_result(label, "cross_entropy", got)
-        if not np.all(np.isfinite(np.asarray(got.data, dtype=np.float64))) or \
+        got_data = got.data
+        if not np.all(np.isfinite(np.asarray(got_data, dtype=np.float64))) or \
                 (got_grads[0] is not None and not np.all(np.isfinite(got_grads[0]))):
             raise GradingFailure(f"{label}: your cross-entropy overflows for large logits (nan or inf): use "
                                  "log_softmax, which subtracts each row's max, instead of exp and log of softmax")
         if got.shape != want.shape:
             raise GradingFailure(f"{label}: reduction='{reduction}' gives " +
                                  ("one loss per sample, shape (N,)" if reduction == "none" else "a 0-d Tensor"))
-        if not close(got.data, want.data, dtype):
-            d = np.asarray(got.data, dtype=np.float64)
+        if not close(got_data, want.data, dtype):
+            d = np.asarray(got_data, dtype=np.float64)
             w = np.asarray(want.data, dtype=np.float64)
             if reduction == "mean" and close(d, w * shape[0], dtype):
                 raise GradingFailure(f"{label}: reduction='mean' averages over the N samples (you summed)")
@@ -459,7 +509,7 @@ def check_cross_entropy(cross_entropy, rng):
             raise GradingFailure(f"{label}: the gradient with respect to the logits is wrong: build the loss with "
                                  "Tensor operations (log_softmax, indexing, mean), not on .data")
     logits = _t(rng.standard_normal((3, 4)))
-    if run("a target out of range: cross_entropy", _raises, f, logits, np.array([0, 4, 1])) is not IndexError:
+    if not isinstance(run("a target out of range: cross_entropy", _raises, f, logits, np.array([0, 4, 1])), IndexError):
         raise GradingFailure("a target class outside [0, K) must raise an IndexError (check the targets with the "
                              "given _class_targets)")
 
@@ -471,8 +521,10 @@ SHAPES = [(3, 4), (5,)]
 STEPS = 4
 
 
-def _run_optimizer(cls, kwargs, grads, p0, label, name):
-    from solutions import Tensor
+def _run_optimizer(E, cls, kwargs, grads, p0, label, name):
+    """Each parameter's values after each step, with `cls` and Tensors of engine E: the student's
+    (in the sandbox, where `p.data` is changed in place; reading it here copies it) or the reference."""
+    Tensor = E.Tensor
     params = [Tensor(a.copy(), requires_grad=True) for a in p0]
     opt = run(f"{label}: {name}(...)", lambda: cls(params, **kwargs))
     history = []
@@ -533,6 +585,8 @@ def _sgd_sim(p0, grads, lr, momentum=0.0, dampening=0.0, nesterov=False, weight_
 
 @graded("a05-sgd", "solutions.optim:SGD", regions=("_update",), points=3, title="SGD._update")
 def check_sgd(SGD, rng):
+    import solutions as R
+    S = student_engine()
     cls = prepare(SGD, "a05-sgd", "class")
     reference = spec_of("a05-sgd").reference()
     configs = [
@@ -551,8 +605,8 @@ def check_sgd(SGD, rng):
                                                                        if k in (1, 3) else "")
             p0 = [rng.standard_normal(s).astype(dtype) for s in SHAPES]
             grads = _grads(rng, dtype, skip=k in (1, 3))
-            got = _run_optimizer(cls, kwargs, grads, p0, label, "SGD")
-            want = _run_optimizer(reference, kwargs, grads, p0, label, "SGD")
+            got = _run_optimizer(S, cls, kwargs, grads, p0, label, "SGD")
+            want = _run_optimizer(R, reference, kwargs, grads, p0, label, "SGD")
             if _same(got, want, dtype):
                 continue
             variants = [("wd-sign", "weight decay adds lambda * theta to the gradient (g + lambda theta); yours "
@@ -612,6 +666,8 @@ def _adam_sim(p0, grads, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0
 
 @graded("a05-adam", "solutions.optim:Adam", regions=("_update",), points=3, title="Adam._update")
 def check_adam(Adam, rng):
+    import solutions as R
+    S = student_engine()
     cls = prepare(Adam, "a05-adam", "class")
     reference = spec_of("a05-adam").reference()
     configs = [
@@ -628,10 +684,10 @@ def check_adam(Adam, rng):
                                                                        if k == 1 else "")
             p0 = [rng.standard_normal(s).astype(dtype) for s in SHAPES]
             grads = _grads(rng, dtype, skip=k == 1)
-            student = type("AdamW", (cls,), {"_decoupled": True}) if decoupled else cls
+            student = _sandbox_subclass(cls, "AdamW", {"_decoupled": True}) if decoupled else cls
             ref = type("AdamW", (reference,), {"_decoupled": True}) if decoupled else reference
-            got = _run_optimizer(student, kwargs, grads, p0, label, "Adam")
-            want = _run_optimizer(ref, kwargs, grads, p0, label, "Adam")
+            got = _run_optimizer(S, student, kwargs, grads, p0, label, "Adam")
+            want = _run_optimizer(R, ref, kwargs, grads, p0, label, "Adam")
             if _same(got, want, dtype):
                 continue
             variants = [
@@ -654,27 +710,25 @@ def check_adam(Adam, rng):
 # --------------------------------------------------------------------------------------------
 # DataLoader
 # --------------------------------------------------------------------------------------------
-class _ListDataset:
-    """A plain dataset (not a TensorDataset): sample i is (features of i, label i)."""
+def _list_dataset(n: int):
+    """A plain Dataset (not a TensorDataset), made in the sandbox: sample i is (features of i, label i).
 
-    def __init__(self, n: int):
-        self.n = n
-
-    def __len__(self) -> int:
-        return self.n
-
-    def __getitem__(self, i):
-        return np.full(3, float(i)), i
+    Its class derives from the kit's `Dataset` and from `list` (which gives `len` and indexing),
+    so it needs no code of the judge's in the sandbox."""
+    data = student_module("solutions.data")
+    list_type = current().request("operator", [], name="type")
+    cls = _sandbox_subclass((list_type, data.Dataset), "_ListDataset", {})
+    return cls([(np.full(3, float(i)), i) for i in range(n)])
 
 
 def _ids(batches, label):
     """The sample ids of each batch (the label column holds each sample's index)."""
-    from solutions import Tensor
+    Tensor = student_engine().Tensor
     out = []
     for b in batches:
         if not isinstance(b, tuple) or not all(isinstance(t, Tensor) for t in b):
             raise GradingFailure(f"{label}: a batch is a tuple of Tensors (features, labels), got "
-                                 f"{type(b).__name__}")
+                                 f"{_type_name(b)}")
         x, y = b
         ids = np.asarray(y.data).astype(int).tolist()
         if x.shape[0] != len(ids) or not np.allclose(np.asarray(x.data)[:, 0], ids):
@@ -685,14 +739,14 @@ def _ids(batches, label):
 
 @graded("a05-dataloader", "solutions.data:DataLoader", regions=("__iter__",), points=2, title="DataLoader.__iter__")
 def check_dataloader(DataLoader, rng):
-    from solutions.data import TensorDataset
+    TensorDataset = student_module("solutions.data").TensorDataset
     cls = prepare(DataLoader, "a05-dataloader", "class")
     with time_limit(TIME_LIMIT, _slow("DataLoader")):
         for n, batch, drop_last, plain in [(10, 4, False, False), (10, 4, True, False), (10, 5, True, False),
                                            (7, 3, False, True), (3, 8, False, False), (9, 2, True, True)]:
             kind = "a plain Dataset" if plain else "a TensorDataset"
             label = f"{n} samples of {kind}, batch_size {batch}, drop_last={drop_last}, no shuffle"
-            dataset = _ListDataset(n) if plain else TensorDataset(np.repeat(np.arange(n, dtype=float)[:, None], 3, 1),
+            dataset = _list_dataset(n) if plain else TensorDataset(np.repeat(np.arange(n, dtype=float)[:, None], 3, 1),
                                                                  np.arange(n))
             loader = run(f"{label}: DataLoader(...)", lambda: cls(dataset, batch_size=batch, drop_last=drop_last))
             batches = _ids(run(f"{label}: iterating", lambda: list(loader)), label)

@@ -2,7 +2,7 @@
 
 For exercise E the sandbox gets (1) the course kit with *only E* stubbed, so every other
 exercise is the reference (isolation: one early bug costs points once), and E's reference is
-nowhere in it; (2) the student's code cells above E's first hidden test cell, in notebook
+nowhere in it; (2) the student's code cells above E's first test cell, in notebook
 order (test cells never run: the judge decides); (3) E's name. The check registered for E is
 then called with a proxy of the student's answer and decides, from plain data only, whether it
 passes. Every way the sandbox can end becomes a verdict with a message, never an exception:
@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from autograder.course import grade_id_exercise
 from autograder.judge import session as sessions
 from autograder.judge.session import Sandbox, SandboxDied, SandboxFailure, SandboxTimeout, Session, StudentError
 
@@ -82,7 +83,7 @@ def transform(source: str) -> str:
 
 
 def code_cells(cells: list[dict], exercise: str) -> list[tuple[str, str]]:
-    """(label, source) of the code cells above ``exercise``'s first hidden test cell, test cells left out.
+    """(label, source) of the code cells above ``exercise``'s first test cell, test cells left out.
 
     ``cells`` are nbformat cells of a notebook whose structure was restored from the template,
     so test cells are the template's and carry its metadata.
@@ -92,7 +93,7 @@ def code_cells(cells: list[dict], exercise: str) -> list[tuple[str, str]]:
         meta = (cell.get("metadata") or {}).get("nbgrader") or {}
         grade_id = meta.get("grade_id", "")
         is_test = bool(meta.get("grade")) and not meta.get("solution")
-        if is_test and grade_id.startswith(f"{exercise}-hidden"):
+        if is_test and grade_id.startswith(f"{exercise}-") and grade_id_exercise(grade_id) == exercise:
             break
         if cell.get("cell_type") != "code" or is_test:
             continue
@@ -107,6 +108,8 @@ def _engine(exercise_id: str) -> tuple[dict, dict[str, str]]:
     """The sandbox's kit for one exercise (only it stubbed) and every exercise name -> its kit module."""
     from autograder import kit, spec
     judged = spec.by_id(exercise_id)
+    if not judged.in_engine:  # a course without the kit: the notebook is all the answer has
+        return {}, {}
     specs = [*(s for s in spec.load_all() if s.id != judged.id), judged]
     modules = kit.kit_modules([judged], specs)
     homes = {s.name: kit._rename(s.module, top_level=False) for s in specs}
@@ -119,8 +122,8 @@ def judge(exercise_id: str, cells: list[tuple[str, str]], *, sandbox: Sandbox, b
     from autograder.harness import GradingFailure, find, seed
 
     started = time.monotonic()
+    check = find(exercise_id)  # LookupError names an unregistered exercise: a course error
     the_spec = specs.by_id(exercise_id)
-    check = find(exercise_id)
     modules, homes = _engine(exercise_id)
     others = [s.name for s in specs.load(exercise_id) if s.id != exercise_id]
 

@@ -1,0 +1,115 @@
+"""Grade one submission: restore each notebook's structure, judge every exercise, write the result.
+
+Runs in a grading worker (:mod:`autograder.worker`), a trusted process: it reads the student's
+notebooks as data and never executes them; each exercise is judged in a sandbox of its own
+(:mod:`autograder.judge.judge`), so a crash, a hang or an attack in one exercise costs that
+exercise only, and the exercises judged before it keep their scores.
+
+What it writes is the *autograded* notebook nbgrader's gradebook tools read: the restored
+notebook (:mod:`autograder.restore`: the release template's test cells, the student's answers)
+with every output cleared, and on each test cell of a failed exercise one error output
+holding the judge's message. nbgrader's SaveAutoGrades then scores it as stock nbgrader scores
+any notebook (an error output is 0 points, none is full points), so the gradebook, late
+penalties, manual grading and feedback work as they always did, while the verdict itself was
+decided here, from plain data.
+"""
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+import nbformat
+
+from autograder.course import grade_id_exercise
+from autograder.judge.judge import Verdict, code_cells, judge
+from autograder.judge.session import Sandbox
+from autograder.restore import restore
+
+FAILED = "Incorrect"        # the ename of the error output that carries a failed exercise's message
+MAX_MESSAGE = 2000          # characters of a judge message kept in the notebook
+
+
+def is_test_cell(cell) -> bool:
+    meta = (cell.get("metadata") or {}).get("nbgrader") or {}
+    return cell.get("cell_type") == "code" and bool(meta.get("grade")) and not meta.get("solution")
+
+
+def judged_exercises(cells) -> list[str]:
+    """The exercises judged in a notebook, in order: every exercise with a test cell.
+
+    A verdict is per exercise: it decides every test cell of the exercise, visible or hidden
+    (a visible test is a part of what the hidden check checks, and runs nowhere)."""
+    out: list[str] = []
+    for cell in cells:
+        grade_id = ((cell.get("metadata") or {}).get("nbgrader") or {}).get("grade_id", "")
+        if is_test_cell(cell) and grade_id:
+            exercise = grade_id_exercise(grade_id)
+            if exercise not in out:
+                out.append(exercise)
+    return out
+
+
+def _error_output(message: str):
+    message = message if len(message) <= MAX_MESSAGE else message[: MAX_MESSAGE - 1] + "…"
+    return nbformat.v4.new_output("error", ename=FAILED, evalue=message, traceback=[f"{FAILED}: {message}"])
+
+
+def autograded(restored, verdicts: dict[str, Verdict]):
+    """The restored notebook with no outputs but the judge's messages on the test cells of failed exercises."""
+    for cell in restored.cells:
+        if cell.cell_type != "code":
+            continue
+        cell.outputs, cell.execution_count = [], None
+        grade_id = ((cell.get("metadata") or {}).get("nbgrader") or {}).get("grade_id", "")
+        if is_test_cell(cell) and grade_id:
+            verdict = verdicts.get(grade_id_exercise(grade_id))
+            if verdict is None or not verdict.passed:
+                cell.outputs = [_error_output(verdict.message if verdict else "this exercise was not judged")]
+    return restored
+
+
+def grade_submission(source: Path, submitted: Path, out: Path, *, sandbox: Sandbox, budget: float,
+                     on_exercise=lambda verdict: None) -> dict:
+    """Judge every notebook of ``source`` (the assignment's source folder) found in ``submitted``;
+    write the autograded notebooks into ``out``; return {"notebooks": {name: {exercise: verdict}},
+    "repairs": [...], "unreadable": {name: reason}}."""
+    out.mkdir(parents=True, exist_ok=True)
+    result: dict = {"notebooks": {}, "repairs": [], "unreadable": {}, "seconds": 0.0}
+    started = time.monotonic()
+    for template_path in sorted(source.glob("*.ipynb")):
+        path = submitted / template_path.name
+        if not path.is_file():
+            continue  # not handed in: the parent scores it 0, as nbgrader does
+        template = nbformat.read(template_path, as_version=4)
+        try:
+            student = nbformat.read(path, as_version=4)
+        except Exception as error:  # noqa: BLE001 (anything that is not a notebook)
+            reason = f"{path.name} could not be read as a notebook ({type(error).__name__})"
+            result["unreadable"][template_path.stem] = reason
+            student = nbformat.v4.new_notebook()
+        restored, repairs = restore(template, student)
+        result["repairs"] += [f"{template_path.name}: {r}" for r in repairs]
+        verdicts: dict[str, Verdict] = {}
+        for exercise in judged_exercises(restored.cells):
+            if template_path.stem in result["unreadable"]:
+                verdicts[exercise] = Verdict(exercise, False, result["unreadable"][template_path.stem])
+            else:
+                verdicts[exercise] = judge(exercise, code_cells(restored.cells, exercise), sandbox=sandbox,
+                                           budget=budget)
+            on_exercise(verdicts[exercise])
+        result["notebooks"][template_path.stem] = {e: asdict(v) for e, v in verdicts.items()}
+        target = out / template_path.name
+        tmp = target.with_suffix(".tmp")
+        nbformat.write(autograded(restored, verdicts), tmp)
+        os.replace(tmp, target)
+    result["seconds"] = time.monotonic() - started
+    return result
+
+
+def write_result(path: Path, result: dict) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(result, indent=1))
+    os.replace(tmp, path)
