@@ -9,9 +9,18 @@
     python -m autograder demo [a02_broadcasting]       # the whole loop on synthetic submissions
 
 Global options: ``--course DIR`` (default ``assignments/``), ``--db URL`` (any SQLAlchemy URL;
-default the SQLite ``gradebook.db`` of the course). Modules: ``course`` (paths, config,
-gradebook), ``release``, ``collect``, ``grade`` (+ ``worker``), ``feedback``, ``report``,
-``selfcheck``, ``demo``, ``harness`` (what hidden tests call), ``mutants``, ``cli``.
+default the SQLite ``gradebook.db`` of the course).
+
+Who runs what:
+
+* instructor commands (the grader's own process): ``cli``, ``course``, ``release``, ``collect``,
+  ``grade``, ``feedback``, ``report``, ``selfcheck``, ``demo``;
+* the trusted judge (grading workers; never runs student code): ``worker``, ``judge/``
+  (``grading``: a whole submission, ``judge``: one exercise, ``session``: the sandbox and its
+  channel), ``restore`` (structure from the source notebook), ``checks`` and ``exercises/`` (the
+  hidden checks), ``harness`` (their registry);
+* inside the sandbox, beside student code: ``sandbox/`` only (standard library and NumPy);
+* authoring tools: ``spec``, ``sync``, ``kit``, ``regions``, ``mutants/``.
 
 
 Conventions for assignment writers
@@ -22,7 +31,7 @@ Files::
     assignments/nbgrader_config.py                 course configuration (owned by the tools)
     assignments/source/aNN_name/aNN_name.ipynb     source notebook: solutions and hidden tests in
     assignments/source/aNN_name/<helper files>     released with the notebook (.py, data); no solutions
-    autograder/exercises/aNN_name.py               hidden checks, ``@exercise("aNN-...")`` (see harness)
+    autograder/exercises/aNN_name.py               hidden checks, ``@graded("aNN-...", ...)`` (see harness)
     autograder/mutants/aNN_name.py                 ``MUTANTS = [Mutant(...)]`` (see autograder.mutants)
 
 An exercise is one function or class the student writes. Its id is ``aNN-<name>``: lowercase,
@@ -37,8 +46,8 @@ nbgrader cell type             grade_id               content
                                                       ``### END SOLUTION`` around the body
 "Autograder tests" (points)    ``aNN-name-visible``   asserts the student can read and run
 "Autograder tests" (points)    ``aNN-name-hidden``    ``### BEGIN HIDDEN TESTS``
-                               (more cells:           ``from autograder.harness import check``
-                               ``-hidden-2``, ...)    ``check("aNN-name", Name)``
+                               (more cells:           ``# judged outside the notebook, by the``
+                               ``-hidden-2``, ...)    ``# check "aNN-name" on Name``
                                                       ``### END HIDDEN TESTS``
 "Manually graded answer"       ``aNN-name-written``   a written answer; the question goes in a
 (markdown, points)                                    separate markdown cell above it, because
@@ -47,7 +56,7 @@ nbgrader cell type             grade_id               content
 
 Rules the tools rely on:
 
-* Every ``grade_id`` is unique in its notebook (a duplicate aborts nbgrader's autograde).
+* Every ``grade_id`` is unique in its source notebook (a student's duplicates are repaired).
 * The suffixes ``-visible``, ``-hidden[-k]``, ``-written`` are how the tools map a cell to its
   exercise (:func:`autograder.course.grade_id_exercise`); other cells of an exercise must not use
   them in another sense.
@@ -57,13 +66,13 @@ Rules the tools rely on:
   outside its exercise.
 * A hidden check's failure message names the kind of mistake, never the hidden inputs or the
   expected values; it is what the student reads in the feedback.
-* Test cells may write Python warnings to stderr (ignored by the course configuration); any other
-  stderr output fails the cell, as nbgrader does.
+* A verdict is per exercise and decides all of its test cells; test cells never run at grading.
 * Before an assignment is released: ``check`` passes (solutions score full marks, the unanswered
   notebook scores 0 on every test, each mutant is caught by its own exercise only) and
   ``release`` reports no leak (no solution region, hidden test or secret line of the reference
   engine in any released file, see :mod:`autograder.release`; a line that must quote one on
   purpose ends with ``# release-scan: allow``).
 * Notebooks may import the course kit (``coursekit``, :mod:`autograder.kit`): ``release``
-  generates it into the release folder and grading puts it next to each submission.
+  generates it into the release folder; the judge gives each sandbox the kit with only the
+  judged exercise stubbed.
 """

@@ -35,17 +35,32 @@ NBGRADER_TEMPLATES = Path(nbgrader.__file__).resolve().parent / "server_extensio
 # What a feedback page needs of MathJax 3: the TeX+CHTML component, its fonts, the TeX extensions
 # it autoloads (\color, \cancel, ...) and the context menu with its accessibility parts.
 MATHJAX_PARTS = ("tex-chtml.js", "output/chtml/fonts/woff-v2", "input/tex/extensions", "ui", "a11y")
+MAX_OUTPUT = 4000  # characters of any one output shown in feedback
+_HIDDEN_REGION = re.compile(r"^[^\n]*BEGIN HIDDEN TESTS.*?END HIDDEN TESTS[^\n]*\n?", re.S | re.M)
 _REMOTE = re.compile(r"""<(?:script|link|img|iframe)\b[^>]*\b(?:src|href)\s*=\s*["']?(?:https?:)?//""", re.I)
 
 
 class RedactHiddenTests(ClearHiddenTests):
-    """Remove hidden tests from feedback: the code, and the traceback lines that quote it."""
+    """Remove hidden tests from feedback: the code, and the traceback lines that quote it.
+
+    Test cells (nbgrader ``grade`` and not ``solution``) hold hidden tests: the grader restored
+    them from the source notebook. In a student's own cell only whole BEGIN ... END regions are
+    cut (a copy of a hidden test); a lone quoted marker is the student's text and stays (nbgrader
+    would raise on a BEGIN without an END).
+    Outputs are the judge's messages only (the grader clears everything else), each kept short.
+    """
 
     def preprocess_cell(self, cell: NotebookNode, resources: dict, index: int):
-        if cell.cell_type == "code" and self._remove_hidden_test_region(cell):
-            for output in cell.get("outputs", []):
-                if output.output_type == "error":
-                    output.traceback = [f"{output.ename}: {output.evalue}"]
+        meta = cell.get("metadata", {}).get("nbgrader", {})
+        if cell.cell_type == "code" and meta.get("grade") and not meta.get("solution"):
+            self._remove_hidden_test_region(cell)
+        else:  # a student's cell may hold a copy of a hidden test region: cut whole regions only
+            cell.source = _HIDDEN_REGION.sub("", cell.source)
+        for output in cell.get("outputs", []):
+            if output.get("output_type") == "error":
+                output.traceback = [f"{output.ename}: {output.evalue}"[:MAX_OUTPUT]]
+            elif output.get("output_type") == "stream":
+                output.text = output.text[:MAX_OUTPUT]
         return cell, resources
 
 

@@ -346,7 +346,7 @@ class _StopRequest:
             signal.signal(signal.SIGINT, self._previous)
 
 
-def _record(course: Course, assignment: str, job: Job, ledger: Ledger) -> Outcome:
+def _record(course: Course, assignment: str, job: Job, ledger: Ledger, result: dict) -> Outcome:
     student = job.student
     submitted = course.submitted_dir(student, assignment)
     autograded = job.autograded
@@ -375,7 +375,10 @@ def _record(course: Course, assignment: str, job: Job, ledger: Ledger) -> Outcom
         keep = _files(course.source_dir(assignment)) | _files(submitted) | {Path("timestamp.txt")}
         _install(autograded, course.autograded_dir(student, assignment), keep)
         ledger.mark_graded(student, job.fingerprint)
-    return _graded_outcome(course, assignment, student, "graded")
+    outcome = _graded_outcome(course, assignment, student, "graded")
+    unreadable = list((result.get("unreadable") or {}).values())
+    outcome.detail = "; ".join([*unreadable, *([outcome.detail] if outcome.detail else [])])
+    return outcome
 
 
 def _graded_outcome(course: Course, assignment: str, student: str, status: str) -> Outcome:
@@ -515,4 +518,4 @@ def _outcome(course: Course, assignment: str, job: Job, ledger: Ledger) -> Outco
     if result is None or not result.get("success"):
         log = job.log_tail()
         return Outcome(job.student, "failed", _failure_reason(job.process.exitcode, log), log=log)
-    return _record(course, assignment, job, ledger)
+    return _record(course, assignment, job, ledger, result)

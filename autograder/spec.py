@@ -6,7 +6,7 @@ The spec is what the other tools read:
 
 - `autograder.sync` copies each spec's bodies from solutions/ into the notebook's solution regions;
 - `autograder.kit` stubs the same bodies out of the students' copy of the engine;
-- `autograder.isolation` resolves the *other* exercises' names to the reference objects.
+- `autograder.judge` builds the sandbox's kit with only the judged exercise stubbed (the others: the reference).
 
 Specs are loaded through the harness (which imports each registry module once, by path), so a
 registry module is never executed twice in one process.

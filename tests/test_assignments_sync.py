@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SOURCE = ROOT / "assignments" / "source"
 # Every assignment with a source notebook and a registry of hidden checks.
 ASSIGNMENTS = sync.assignments()
-HIDDEN = '### BEGIN HIDDEN TESTS\nfrom autograder.harness import check\ncheck("{id}", {name})\n### END HIDDEN TESTS'
+HIDDEN = '### BEGIN HIDDEN TESTS\n# judged outside the notebook, by the check "{id}" on {name}\n### END HIDDEN TESTS'
 
 
 def notebooks() -> list[Path]:

@@ -16,8 +16,8 @@ MUTANTS = [
     Mutant(id="add-subtracts", exercise="a00-add",
            find="np.asarray(x, dtype=float) + np.asarray(y, dtype=float)",
            replace="np.asarray(x, dtype=float) - np.asarray(y, dtype=float)", why="sign error"),
-    # adds into the caller's array: caught by add's hidden check, and it also changes the `x`
-    # that the next exercise's visible test reuses, so it costs points there too
+    # adds into the caller's array: caught by add's hidden check; the next exercise's visible test
+    # reuses that `x`, but every exercise is judged in a fresh sandbox, so it costs nothing there
     Mutant(id="in-place-add", exercise="a00-add",
            find="return np.asarray(x, dtype=float) + np.asarray(y, dtype=float)",
            replace="out = np.asarray(x, dtype=float)\\n    out += np.asarray(y, dtype=float)\\n    return out",
@@ -58,9 +58,9 @@ def test_check_reports_caught_leaking_and_uncaught_mutants(tmp_path, monkeypatch
     assert rows["solution"][-1] == "full marks"
     assert rows["unanswered"][-1] == "0 on every test"
     assert rows["add-subtracts"] == ["a00-add", "a00-add-visible, a00-add-hidden", "3", "caught"]
-    assert rows["in-place-add"][-1] == "FAIL: also breaks a00-square-backward-visible (-1)"
+    assert rows["in-place-add"][-1] == "caught"
     assert rows["equivalent"][-1] == "FAIL: not caught (its exercise keeps full marks)"
-    assert "check a00_toy: FAILED (2 of 5)" in out
+    assert "check a00_toy: FAILED (1 of 5)" in out
     # the real course was not touched: check works in a scratch copy
     assert not (course.root / "gradebook.db").exists() and not (course.root / "submitted").exists()
 

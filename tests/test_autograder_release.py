@@ -95,3 +95,23 @@ def test_release_all_and_unknown_assignment(tmp_path, capsys):
     assert autograder(course, "release", "--all", "--solutions", str(SOLUTIONS)) == 0
     assert autograder(course, "release", "a99_nope", "--solutions", str(SOLUTIONS)) == 2
     assert "no assignment 'a99_nope'" in capsys.readouterr().err
+
+
+def test_the_generated_kit_is_scanned_like_any_released_file(tmp_path):
+    """The kit is generated from solutions/: a line of given code that repeats an answer is a leak."""
+    from pathlib import Path
+
+    from autograder import kit
+    from autograder.course import Course
+    from autograder.release import scan, secret_index
+
+    course = Course.open()
+    kit.build_kit(tmp_path)
+    index = secret_index(course, "a02_broadcasting", Path(kit.SOLUTIONS))
+    assert scan(tmp_path, index, tmp_path) == []
+    planted = tmp_path / "coursekit" / "engine" / "ops" / "reduce.py"
+    planted.write_text(planted.read_text() + "\n    gx = unbroadcast(grad, x.shape) if self.needs_input_grad[0] else None\n")
+    leaks = scan(tmp_path, index, tmp_path)
+    assert any(leak.file == "coursekit/engine/ops/reduce.py" and "a02_broadcasting.ipynb" in leak.what
+               for leak in leaks), leaks
+    assert all("gx = unbroadcast(grad, x.shape)" in leak.text for leak in leaks)

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from autograder.judge.session import (Sandbox, SandboxDied, SandboxLimits, SandboxProtocolError, SandboxTimeout,
-                                      Session, StudentError, probe)
+                                      Session, StudentError, probe, sandbox_uid)
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -49,7 +49,7 @@ def answer_of(cell: str, **kw):
 def test_runs_as_an_unprivileged_user_with_an_empty_environment():
     uid, env, caps = answer_of("import os\nanswer = (os.getuid(), dict(os.environ), "
                                "open('/proc/self/status').read().split('CapEff:')[1].split()[0])")
-    assert uid not in (0, os.getuid()) and uid == 65534
+    assert uid not in (0, os.getuid()) and uid == sandbox_uid()
     assert int(caps, 16) == 0
     secret_free = {k: v for k, v in env.items() if k not in ("HOME", "PATH", "PWD", "LC_CTYPE", "PYTHONHASHSEED")
                    and not k.endswith("_NUM_THREADS") and not k.startswith("MPL")}
@@ -205,11 +205,11 @@ def test_a_fork_bomb_is_bounded_and_everything_dies_with_the_session():
     with session:
         made = ready.answer()
         assert made < 64
-    pids_of_sandbox_user = [p for p in os.listdir("/proc") if p.isdigit() and _uid(p) == 65534]
+    pids_of_sandbox_user = [p for p in os.listdir("/proc") if p.isdigit() and _uid(p) == sandbox_uid()]
     deadline = time.monotonic() + 5
     while pids_of_sandbox_user and time.monotonic() < deadline:
         time.sleep(0.1)
-        pids_of_sandbox_user = [p for p in os.listdir("/proc") if p.isdigit() and _uid(p) == 65534]
+        pids_of_sandbox_user = [p for p in os.listdir("/proc") if p.isdigit() and _uid(p) == sandbox_uid()]
     assert pids_of_sandbox_user == []
 
 
@@ -224,9 +224,9 @@ def test_a_double_forked_daemon_does_not_outlive_its_session():
         "answer = 1")
     session.close()
     deadline = time.monotonic() + 5
-    while time.monotonic() < deadline and any(_uid(p) == 65534 for p in os.listdir("/proc") if p.isdigit()):
+    while time.monotonic() < deadline and any(_uid(p) == sandbox_uid() for p in os.listdir("/proc") if p.isdigit()):
         time.sleep(0.1)
-    assert not any(_uid(p) == 65534 for p in os.listdir("/proc") if p.isdigit())
+    assert not any(_uid(p) == sandbox_uid() for p in os.listdir("/proc") if p.isdigit())
 
 
 def test_an_oversized_answer_is_refused_not_read():

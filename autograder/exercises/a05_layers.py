@@ -18,7 +18,7 @@ import math
 
 import numpy as np
 
-from autograder.checks import close, prepare, run, spec_of, student_engine, time_limit
+from autograder.checks import close, prepare, run, spec_of, student_engine, time_limit, type_name
 from autograder.harness import GradingFailure
 from autograder.judge.judge import current, student_module
 from autograder.judge.session import Proxy
@@ -38,11 +38,6 @@ def _dtype_name(dtype) -> str:
 # --------------------------------------------------------------------------------------------
 # The sandbox side: objects made there, with the student's engine
 # --------------------------------------------------------------------------------------------
-def _type_name(obj) -> str:
-    """The class name of a value, or of the sandbox object a proxy stands for."""
-    return object.__getattribute__(obj, "_type") if isinstance(obj, Proxy) else type(obj).__name__
-
-
 def _same_object(a, b) -> bool:
     """Whether two proxies stand for the very same sandbox object (`a is b` over there)."""
     return isinstance(a, Proxy) and isinstance(b, Proxy) and \
@@ -68,7 +63,7 @@ def _sandbox_subclass(base, name: str, namespace: dict):
 
 def _tensor_result(label: str, name: str, out, shape=None):
     if not isinstance(out, student_engine().Tensor):
-        raise GradingFailure(f"{label}: {name} returned {_type_name(out)}; return a Tensor built with Tensor "
+        raise GradingFailure(f"{label}: {name} returned {type_name(out)}; return a Tensor built with Tensor "
                              "operations")
     if shape is not None and out.shape != tuple(shape):
         raise GradingFailure(f"{label}: {name} returned a Tensor of the wrong shape")
@@ -180,7 +175,7 @@ def _grads_of(E, fn, arrays, needs, upstream, name="the function"):
     ts = [None if a is None else Tensor(a.copy(), requires_grad=n) for a, n in zip(arrays, needs)]
     out = fn(*ts)
     if not isinstance(out, Tensor):
-        raise GradingFailure(f"{name} returned {_type_name(out)}; return a Tensor built with Tensor operations")
+        raise GradingFailure(f"{name} returned {type_name(out)}; return a Tensor built with Tensor operations")
     wanted = [t for t, n in zip(ts, needs) if t is not None and n]
     gs = E.grad(out, wanted, Tensor(upstream.astype(out.dtype)), allow_unused=True) if wanted else []
     return out, [None if g is None else np.array(g.data) for g in gs]
@@ -728,7 +723,7 @@ def _ids(batches, label):
     for b in batches:
         if not isinstance(b, tuple) or not all(isinstance(t, Tensor) for t in b):
             raise GradingFailure(f"{label}: a batch is a tuple of Tensors (features, labels), got "
-                                 f"{_type_name(b)}")
+                                 f"{type_name(b)}")
         x, y = b
         ids = np.asarray(y.data).astype(int).tolist()
         if x.shape[0] != len(ids) or not np.allclose(np.asarray(x.data)[:, 0], ids):

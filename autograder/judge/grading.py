@@ -52,7 +52,8 @@ def judged_exercises(cells) -> list[str]:
     return out
 
 
-def _error_output(message: str):
+def _error_output(exercise: str, message: str):
+    message = f"{exercise}: {message}"
     message = message if len(message) <= MAX_MESSAGE else message[: MAX_MESSAGE - 1] + "…"
     return nbformat.v4.new_output("error", ename=FAILED, evalue=message, traceback=[f"{FAILED}: {message}"])
 
@@ -65,9 +66,10 @@ def autograded(restored, verdicts: dict[str, Verdict]):
         cell.outputs, cell.execution_count = [], None
         grade_id = ((cell.get("metadata") or {}).get("nbgrader") or {}).get("grade_id", "")
         if is_test_cell(cell) and grade_id:
-            verdict = verdicts.get(grade_id_exercise(grade_id))
+            exercise = grade_id_exercise(grade_id)
+            verdict = verdicts.get(exercise)
             if verdict is None or not verdict.passed:
-                cell.outputs = [_error_output(verdict.message if verdict else "this exercise was not judged")]
+                cell.outputs = [_error_output(exercise, verdict.message if verdict else "this exercise was not judged")]
     return restored
 
 

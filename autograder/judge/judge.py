@@ -51,9 +51,16 @@ def current() -> Session:
     return _CURRENT[-1]
 
 
+# Module prefixes of the students' kit and their reference counterparts.
+KIT_TO_REFERENCE = (
+    ("coursekit.engine", "solutions"),
+    ("coursekit.testing", "solutions.testing"),
+    ("coursekit.data", "solutions.data"),
+)
+
+
 def student_module(reference_name: str):
     """The sandbox's counterpart of a reference module: "solutions.ops" -> the kit's "coursekit.engine.ops"."""
-    from autograder.isolation import KIT_TO_REFERENCE
     for kit, ref in sorted(KIT_TO_REFERENCE, key=lambda pair: -len(pair[1])):
         if reference_name == ref or reference_name.startswith(ref + "."):
             return current().module(kit + reference_name[len(ref):])
@@ -108,8 +115,9 @@ def _engine(exercise_id: str) -> tuple[dict, dict[str, str]]:
     """The sandbox's kit for one exercise (only it stubbed) and every exercise name -> its kit module."""
     from autograder import kit, spec
     judged = spec.by_id(exercise_id)
-    if not judged.in_engine:  # a course without the kit: the notebook is all the answer has
-        return {}, {}
+    if not judged.in_engine:  # its reference is not in the engine: the kit has nothing to leave out
+        specs = spec.load_all()
+        return kit.kit_modules([], specs), {s.name: kit._rename(s.module, top_level=False) for s in specs}
     specs = [*(s for s in spec.load_all() if s.id != judged.id), judged]
     modules = kit.kit_modules([judged], specs)
     homes = {s.name: kit._rename(s.module, top_level=False) for s in specs}

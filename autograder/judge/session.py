@@ -2,8 +2,8 @@
 
 :class:`Sandbox` says how a runner process is started: under bubblewrap (a fresh mount, PID,
 network, IPC and UTS namespace; everything read-only but an empty ``/tmp``; the Python install
-and its site-packages, and the runner's own folder, are the only things mounted; uid 65534; no
-capabilities; an empty environment) or, with ``unsafe=True``, as a plain subprocess with the
+and its site-packages, and the runner's own folder, are the only things mounted; a uid no user
+has; no capabilities; an empty environment) or, with ``unsafe=True``, as a plain subprocess with the
 same resource limits. :class:`Session` starts one, hands it the student's cells, and turns the
 requests of a hidden check into messages (see :mod:`autograder.sandbox.wire`). A session has one
 wall-clock budget; past it, or if the process dies, every later request raises a
@@ -29,6 +29,13 @@ from autograder.sandbox import wire
 
 RUNNER_DIR = Path(__file__).resolve().parents[1] / "sandbox"
 SANDBOX_UID = 65534
+# As root, each grading process runs its sandboxes under a uid of its own, no user's: the process
+# limit (RLIMIT_NPROC) counts per uid, so one student's fork bomb cannot use up another's.
+UID_BASE = 2_000_000
+
+
+def sandbox_uid() -> int:
+    return UID_BASE + os.getpid() if os.geteuid() == 0 else SANDBOX_UID
 
 
 class SandboxFailure(BaseException):
@@ -55,7 +62,7 @@ class SandboxUnavailable(Exception):
 class SandboxLimits:
     memory_mb: int = 4096      # address space of the runner (and of anything it starts)
     cpu_s: int = 300           # CPU seconds of the runner
-    nproc: int = 512           # processes and threads of the sandbox user, all sandboxes together
+    nproc: int = 64            # processes and threads of the sandbox's uid (one uid per grading process)
     fsize_mb: int = 16         # largest file it may write (in its /tmp)
     tmpfs_mb: int = 256        # all of its /tmp together (memory-backed)
     nofile: int = 256          # open files
@@ -118,8 +125,9 @@ class Sandbox:
             setpriv = shutil.which("setpriv")
             if setpriv is None:
                 raise SandboxUnavailable("setpriv (util-linux) is missing: it drops the sandbox to a non-root uid")
+            uid = sandbox_uid()
             args += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", setpriv,
-                     "--reuid", str(SANDBOX_UID), "--regid", str(SANDBOX_UID), "--clear-groups",
+                     "--reuid", str(uid), "--regid", str(uid), "--clear-groups",
                      "--inh-caps=-all", "--bounding-set=-all", "--"]
         else:
             args[1:1] = ["--unshare-user", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID)]

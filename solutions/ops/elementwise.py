@@ -58,9 +58,9 @@ class Sub(Function):
 
     def backward(self, grad):
         x, y = self.inputs
-        gx = unbroadcast(grad, x.shape) if self.needs_input_grad[0] else None
-        gy = unbroadcast(-grad, y.shape) if self.needs_input_grad[1] else None
-        return gx, gy
+        # d(x - y) = dx - dy: x's share is grad, y's is -grad, each summed back to its input's shape
+        return tuple(unbroadcast(g, t.shape) if needed else None
+                     for g, t, needed in zip((grad, -grad), (x, y), self.needs_input_grad))
 
 
 class Mul(Function):
