@@ -99,3 +99,10 @@ def test_cells_stop_at_the_exercises_hidden_test_and_leave_test_cells_out():
              cell("b = 2")]
     assert code_cells(cells, "t02-f") == [("cell 1", "a = 1\n"), ("cell 2", transform("%matplotlib inline")),
                                           ("t02-f", "def f(): ...\n")]
+
+
+def test_a_death_or_a_hang_in_a_cell_names_the_cell():
+    died = verdict("import os\nos._exit(3)", reference_mul_source())
+    assert not died.passed and "exited with code 3" in died.message and "while running your cell cell 1" in died.message
+    hung = verdict("while True:\n    pass", reference_mul_source(), budget=3)
+    assert not hung.passed and "time limit" in hung.message and "while running your cell cell 1" in hung.message

@@ -157,7 +157,8 @@ def judge(exercise_id: str, cells: list[tuple[str, str]], *, sandbox: Sandbox, b
     except SandboxTimeout as failure:
         return verdict(False, f"your code {failure} (an endless loop, or far too slow?)")
     except SandboxDied as failure:
-        return verdict(False, f"the Python process running your code {failure} while this exercise was checked")
+        where = "" if "while running your cell" in str(failure) else " while this exercise was checked"
+        return verdict(False, f"the Python process running your code {failure}{where}")
     except SandboxFailure as failure:
         return verdict(False, f"your code {failure}")
     return verdict(True)

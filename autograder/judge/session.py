@@ -182,6 +182,7 @@ class Session:
                                         start_new_session=True)
         self._reader = wire.Reader(self.process.stdout.fileno(), sandbox.limits.message_mb << 20)
         self._modules: dict[str, object] = {}
+        self.running: str | None = None  # the cell the sandbox is running, while it runs the student's cells
 
     # -- lifecycle -------------------------------------------------------------------------------
     def setup(self, modules: dict, exercises: dict[str, str], cells: list[tuple[str, str]], judged: str,
@@ -189,7 +190,17 @@ class Session:
         message = {"modules": modules, "exercises": exercises, "cells": [list(c) for c in cells],
                    "judged": judged, "others": list(others), "limits": vars(self.sandbox.limits)}
         self._send(message, [])
-        reply, blobs = self._receive()
+        while True:
+            try:
+                reply, blobs = self._receive()
+            except (SandboxDied, SandboxTimeout) as failure:
+                if self.running is not None:
+                    raise self._fail(type(failure), f"{failure} while running your cell {self.running}") from None
+                raise
+            if "running" not in reply:
+                break
+            self.running = str(reply["running"])[:200]
+        self.running = None
         if not reply.get("ready"):
             raise self._fail(SandboxProtocolError, "the sandbox did not get ready")
         cells_info = reply.get("cells")

@@ -129,7 +129,10 @@ class Runner:
         saved = self.engine_objects(set(exercises))
         self.namespace["get_ipython"] = _Shell
         self.namespace["display"] = lambda *args, **kwargs: None
-        cells = [self.run_cell(label, source) for label, source in message["cells"]]
+        cells = []
+        for label, source in message["cells"]:
+            self.send({"running": label})  # the judge knows where a crash happened
+            cells.append(self.run_cell(label, source))
         for (module, name), obj in saved.items():  # undo the cells' use(...) of their own answers
             setattr(module, name, obj)
         judged = message["judged"]
