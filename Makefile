@@ -22,7 +22,7 @@ install: $(STAMP)
 # The main job's last step: the engine's worked examples, then the instructor's whole loop
 # (release -> collect -> grade -> feedback -> report) on bundled synthetic submissions, in a
 # scratch course under _build/grading-demo so the real gradebook is never touched.
-demo: install
+demo: install bubblewrap
 	$(PY) -m solutions.examples.demo
 	rm -rf _build/grading-demo
 	$(PY) -m autograder demo a02_broadcasting --out _build/grading-demo

@@ -286,18 +286,27 @@ def _listing(folder: Path) -> set[str]:
     return {str(p.relative_to(folder)) for p in folder.rglob("*")} if folder.is_dir() else set()
 
 
-def _sandbox_processes() -> list[int]:
-    found = []
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-                if line.startswith("Uid:") and int(line.split()[1]) >= UID_BASE:
-                    found.append(int(pid))
-        except OSError:
-            continue
-    return found
+def _orphaned_sandbox_processes() -> list[int]:
+    """Sandbox processes whose grading process is gone: anything that outlived its grading.
+
+    A sandbox runs as UID_BASE + the pid of the process that started it, so a sandbox of another
+    test running at the same time (whose owner is alive) is not counted.
+    """
+    import time
+    deadline = time.monotonic() + 5
+    while True:
+        found = []
+        for pid in os.listdir("/proc"):
+            try:
+                uid = next(int(line.split()[1]) for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+                           if line.startswith("Uid:"))
+            except (OSError, StopIteration, ValueError):
+                continue
+            if uid >= UID_BASE and not Path(f"/proc/{uid - UID_BASE}").exists():
+                found.append(int(pid))
+        if not found or time.monotonic() > deadline:
+            return found
+        time.sleep(0.2)
 
 
 def _auto_scores(course: Course) -> dict[str, float]:
@@ -369,7 +378,7 @@ def test_hostile_submissions_earn_nothing_honest_ones_lose_nothing(tmp_path, mon
     new = {p for p in _listing(course.root) - course_before
            if not p.startswith(("autograded", "submitted", ".autograder", "gradebook.db"))}
     assert new == set(), new
-    assert _sandbox_processes() == []
+    assert _orphaned_sandbox_processes() == []
     assert received == []
 
     # feedback: the student's cells and the judge's messages; no hidden test, no secret, no flood
