@@ -101,6 +101,18 @@ def type_name(obj: Any) -> str:
     return type(obj).__name__
 
 
+def identity(obj: Any) -> tuple[str, int]:
+    """What `is` compares, across the boundary: two proxies of one sandbox object share it."""
+    if isinstance(obj, Proxy):
+        return ("sandbox", object.__getattribute__(obj, "_id"))
+    return ("here", id(obj))
+
+
+def same_object(a: Any, b: Any) -> bool:
+    """`a is b`, where a and b may be proxies (each request returns a new local stand-in)."""
+    return identity(a) == identity(b)
+
+
 def defines(cls: Any, name: str) -> bool:
     """Whether the student's class defines ``name`` itself (not inherited)."""
     try:

@@ -240,3 +240,17 @@ def test_a_damaged_notebook_structure_is_restored_from_the_source_and_graded_as_
         [c["metadata"]["nbgrader"]["grade_id"] for c in source_notebook()["cells"] if "nbgrader" in c["metadata"]]
     # the restoration works on a copy: the students' files stay as they handed them in
     assert before == {s: (course.submitted_dir(s, ASSIGNMENT) / f"{NOTEBOOK}.ipynb").read_bytes() for s in before}
+
+
+def test_without_a_sandbox_grading_refuses_unless_unsafe_is_said(course, monkeypatch, capsys):
+    import autograder.judge.session as sessions
+
+    submit(course, "alice", source_notebook())
+    monkeypatch.setattr(sessions, "probe", lambda unsafe=False: "bubblewrap (bwrap) is not installed")
+    assert autograder(course, "grade", ASSIGNMENT) == 2
+    err = capsys.readouterr().err
+    assert "cannot make a sandbox" in err and "bwrap" in err and "--unsafe" in err
+    with course.gradebook() as gb:
+        assert gb.find_assignment(ASSIGNMENT).submissions == []  # nothing ran
+    assert autograder(course, "grade", ASSIGNMENT, "--unsafe") == 0
+    assert table(capsys.readouterr().out)["alice"][:2] == ["6/7", "graded"]

@@ -16,7 +16,7 @@ import math
 
 import numpy as np
 
-from autograder.checks import kind, prepare, run, time_limit
+from autograder.checks import identity, kind, prepare, run, same_object, time_limit, type_name
 from autograder.harness import GradingFailure
 from autograder.judge.judge import student_module
 from autograder.judge.session import Proxy
@@ -36,19 +36,10 @@ def _R():
     return solutions.scalar
 
 
-def _key(x):
-    """Identity of a node: the sandbox object's handle for a proxy (two proxies of one Value share
-    it; `is` compares the local stand-ins), `id` for a local object."""
-    return ("sandbox", object.__getattribute__(x, "_id")) if isinstance(x, Proxy) else ("here", id(x))
 
 
-def _same(a, b) -> bool:
-    return _key(a) == _key(b)
 
 
-def _type_name(x) -> str:
-    """The type's name as the student wrote it (a proxy's remote type, not `Proxy`)."""
-    return object.__getattribute__(x, "_type") if isinstance(x, Proxy) else type(x).__name__
 
 
 def _callable(x) -> bool:
@@ -75,7 +66,7 @@ def _data(x):
 def _check_value(out, name: str, label: str):
     S = _S()
     if not isinstance(out, S.Value):
-        raise GradingFailure(f"{label}: {name} returned {_type_name(out)}; return the new output Value")
+        raise GradingFailure(f"{label}: {name} returned {type_name(out)}; return the new output Value")
     return out
 
 
@@ -108,11 +99,11 @@ def _op_case(f, name: str, label: str, args: list, forward, local_grads, rng, hi
         raise GradingFailure(f"{label}: the output's data is wrong (the forward value of {name})")
     children = _children_of(out)
     for v in values:
-        if not any(_same(c, v) for c in children):
+        if not any(same_object(c, v) for c in children):
             raise GradingFailure(f"{label}: the output does not record its input Values as children; create it as "
                                  f"Value(data, (a, b), op) so that backward can reach the inputs")
     closure = out._backward
-    if not _callable(closure) or _same(closure, S._no_backward):
+    if not _callable(closure) or same_object(closure, S._no_backward):
         raise GradingFailure(f"{label}: the output has no _backward closure; define one and assign "
                              "out._backward = _backward before returning out")
     g = float(rng.uniform(0.5, 2.0) * rng.choice([-1, 1]))
@@ -287,13 +278,13 @@ def _graph(root) -> tuple[list, dict]:
     seen, stack, nodes, children = set(), [root], [], {}
     while stack:
         n = stack.pop()
-        k = _key(n)
+        k = identity(n)
         if k in seen:
             continue
         seen.add(k)
         nodes.append(n)
         kids = list(n._children)
-        children[k] = [_key(c) for c in kids]
+        children[k] = [identity(c) for c in kids]
         stack.extend(kids)
     return nodes, children
 
@@ -335,13 +326,13 @@ def check_topological_order(topological_order, rng):
 def _check_order(order, root, label: str) -> None:
     S = _S()
     if not isinstance(order, (list, tuple)):
-        raise GradingFailure(f"{label}: topological_order returned {_type_name(order)}; return a list of Values")
+        raise GradingFailure(f"{label}: topological_order returned {type_name(order)}; return a list of Values")
     nodes, children = _graph(root)
-    keys = {_key(n) for n in nodes}
+    keys = {identity(n) for n in nodes}
     # A node of the graph is a Value; anything else is asked of the sandbox (one request each).
-    if not all(isinstance(v, Proxy) and (_key(v) in keys or isinstance(v, S.Value)) for v in order):
+    if not all(isinstance(v, Proxy) and (identity(v) in keys or isinstance(v, S.Value)) for v in order):
         raise GradingFailure(f"{label}: the list must contain the Values themselves")
-    ids = [_key(v) for v in order]
+    ids = [identity(v) for v in order]
     if len(set(ids)) != len(ids):
         raise GradingFailure(f"{label}: a node appears more than once; keep a visited set so each node is added once")
     if set(ids) != keys:

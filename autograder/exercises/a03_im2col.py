@@ -22,10 +22,10 @@ import math
 
 import numpy as np
 
-from autograder.checks import close, prepare, reference_engine, run, spec_of, student_engine, time_limit
+from autograder.checks import (close, prepare, reference_engine, run, spec_of, student_engine, time_limit,
+                               type_name)
 from autograder.harness import GradingFailure
 from autograder.judge.judge import current
-from autograder.judge.session import Proxy
 from autograder.spec import graded
 
 TIME_LIMIT = 30.0
@@ -52,11 +52,6 @@ def _dtype_name(dtype) -> str:
     return np.dtype(dtype).name
 
 
-def _type_name(value) -> str:
-    """The name of a result's type, also of one that stayed in the sandbox (a proxy)."""
-    if isinstance(value, Proxy):
-        return object.__getattribute__(value, "_type")
-    return type(value).__name__
 
 
 def _in_sandbox(array: np.ndarray):
@@ -71,7 +66,7 @@ def _array(label: str, name: str, got, shape: tuple, dtype, shape_hint=None) -> 
     if got is None:
         raise GradingFailure(f"{label}: {name} returned None; return the result array")
     if not isinstance(got, np.ndarray):
-        raise GradingFailure(f"{label}: {name} returned {_type_name(got)}; return a NumPy array")
+        raise GradingFailure(f"{label}: {name} returned {type_name(got)}; return a NumPy array")
     if got.shape != tuple(shape):
         message = shape_hint(got.shape) if shape_hint else None
         raise GradingFailure(f"{label}: " + (message or f"{name} returned an array of the wrong shape"))
@@ -158,7 +153,7 @@ def check_output_size(output_size, rng):
         if isinstance(got, (bool, np.bool_)) or not isinstance(got, (int, np.integer)):
             if isinstance(got, (float, np.floating)) and float(got).is_integer() and int(got) == want:
                 raise GradingFailure(f"{label}: output_size returned a float; return an int (use // for the division)")
-            raise GradingFailure(f"{label}: output_size returned {_type_name(got)}; return an int")
+            raise GradingFailure(f"{label}: output_size returned {type_name(got)}; return an int")
         if got == want:
             continue
         if got == _formula(size, kernel, stride, pad, 1):
@@ -739,7 +734,7 @@ def check_global_avg_pool(global_avg_pool2d, rng):
         xt = Tensor(x.copy(), requires_grad=True)
         out = run(f"{label}: global_avg_pool2d", f, xt)
         if not isinstance(out, Tensor):
-            raise GradingFailure(f"{label}: global_avg_pool2d returned {_type_name(out)}; return a Tensor built "
+            raise GradingFailure(f"{label}: global_avg_pool2d returned {type_name(out)}; return a Tensor built "
                                  "with Tensor operations (x.mean(...))")
         want = x.astype(np.float64).mean(axis=(2, 3))
         if out.shape != want.shape:

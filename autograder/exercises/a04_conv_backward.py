@@ -18,10 +18,10 @@ import importlib
 
 import numpy as np
 
-from autograder.checks import close, prepare, reference_engine, run, spec_of, student_engine, time_limit
+from autograder.checks import (close, prepare, reference_engine, run, spec_of, student_engine, time_limit,
+                               type_name)
 from autograder.harness import GradingFailure
 from autograder.judge.judge import student_module
-from autograder.judge.session import Proxy
 from autograder.spec import graded
 
 TIME_LIMIT = 30.0
@@ -37,11 +37,6 @@ def _student_cb():
     return student_module("solutions.ops.conv_backward")
 
 
-def _type_name(value) -> str:
-    """The class name of a local value or of the sandbox object a proxy stands for."""
-    if isinstance(value, Proxy):
-        return object.__getattribute__(value, "_type")
-    return type(value).__name__
 
 
 def _slow(name: str) -> str:
@@ -57,7 +52,7 @@ def _result_array(label: str, name: str, got, want: np.ndarray, shape_hint=None)
     if got is None:
         raise GradingFailure(f"{label}: {name} returned None; return the result")
     if not isinstance(got, np.ndarray):
-        raise GradingFailure(f"{label}: {name} returned {_type_name(got)} for an ndarray input; return an ndarray")
+        raise GradingFailure(f"{label}: {name} returned {type_name(got)} for an ndarray input; return an ndarray")
     if got.shape != want.shape:
         message = shape_hint(tuple(got.shape)) if shape_hint else None
         raise GradingFailure(f"{label}: " + (message or f"{name} returned an array of the wrong shape"))
@@ -454,7 +449,7 @@ def _compare_derived(label, got, want, keep, params, pads, dtype):
     names = ("dx", "dw", "db")
     for name, a in zip(names, got):
         if not isinstance(a, np.ndarray):
-            raise GradingFailure(f"{label}: {name} is {_type_name(a)}; for array inputs return arrays")
+            raise GradingFailure(f"{label}: {name} is {type_name(a)}; for array inputs return arrays")
     dx, dw, db = got
     if dx.shape != want[0].shape:
         message = _dx_hint(label, dx, x.shape, pads, x, w, g, params)
@@ -514,7 +509,7 @@ def _tensor_derived(label, f, keep, params, rng):
     for name, t in zip(("dx", "dw", "db"), got):
         if not isinstance(t, S.Tensor):
             raise GradingFailure(f"{label}: with Tensor inputs, {name} must be a Tensor built with the engine's ops "
-                                 f"(got {_type_name(t)}), so that it can be differentiated again")
+                                 f"(got {type_name(t)}), so that it can be differentiated again")
         if not t.requires_grad:
             raise GradingFailure(f"{label}: with Tensor inputs, {name} is not part of the graph: build it with the "
                                  "engine's ops (dilate, pad2d, conv2d, ...) on the Tensors, not on their .data")

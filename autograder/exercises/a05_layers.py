@@ -18,10 +18,9 @@ import math
 
 import numpy as np
 
-from autograder.checks import close, prepare, run, spec_of, student_engine, time_limit, type_name
+from autograder.checks import close, prepare, run, same_object, spec_of, student_engine, time_limit, type_name
 from autograder.harness import GradingFailure
 from autograder.judge.judge import current, student_module
-from autograder.judge.session import Proxy
 from autograder.spec import graded
 
 TIME_LIMIT = 30.0
@@ -38,10 +37,6 @@ def _dtype_name(dtype) -> str:
 # --------------------------------------------------------------------------------------------
 # The sandbox side: objects made there, with the student's engine
 # --------------------------------------------------------------------------------------------
-def _same_object(a, b) -> bool:
-    """Whether two proxies stand for the very same sandbox object (`a is b` over there)."""
-    return isinstance(a, Proxy) and isinstance(b, Proxy) and \
-        object.__getattribute__(a, "_id") == object.__getattribute__(b, "_id")
 
 
 def _student_rng(seed: int):
@@ -128,7 +123,7 @@ def check_kaiming_uniform(kaiming_uniform_, rng):
             t = Tensor(np.zeros(shape, dtype=dtype))
             seed = int(rng.integers(1 << 30))
             out = run(f"{label}: kaiming_uniform_", lambda: f(t, rng=_student_rng(seed), **kwargs))
-            if not _same_object(out, t):
+            if not same_object(out, t):
                 raise GradingFailure(f"{label}: fill the tensor in place and return it (return tensor), as "
                                      "torch.nn.init does")
             w = np.asarray(t.data)

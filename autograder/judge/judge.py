@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import marshal
 import time
 import traceback
 from collections.abc import Iterator
@@ -110,6 +111,13 @@ def code_cells(cells: list[dict], exercise: str) -> list[tuple[str, str]]:
     return out
 
 
+def compiled(modules: dict[str, list]) -> dict[str, list]:
+    """{name: [is_package, source, filename]} -> the same with marshalled code objects instead of
+    sources: compiled once here rather than in every sandbox."""
+    return {name: [is_package, marshal.dumps(compile(source, filename, "exec")), filename]
+            for name, (is_package, source, filename) in modules.items()}
+
+
 @functools.cache
 def _engine(exercise_id: str) -> tuple[dict, dict[str, str]]:
     """The sandbox's kit for one exercise (only it stubbed) and every exercise name -> its kit module."""
@@ -117,9 +125,9 @@ def _engine(exercise_id: str) -> tuple[dict, dict[str, str]]:
     judged = spec.by_id(exercise_id)
     if not judged.in_engine:  # its reference is not in the engine: the kit has nothing to leave out
         specs = spec.load_all()
-        return kit.kit_modules([], specs), {s.name: kit._rename(s.module, top_level=False) for s in specs}
+        return compiled(kit.kit_modules([], specs)), {s.name: kit._rename(s.module, top_level=False) for s in specs}
     specs = [*(s for s in spec.load_all() if s.id != judged.id), judged]
-    modules = kit.kit_modules([judged], specs)
+    modules = compiled(kit.kit_modules([judged], specs))
     homes = {s.name: kit._rename(s.module, top_level=False) for s in specs}
     return modules, homes
 

@@ -187,9 +187,13 @@ class Session:
     # -- lifecycle -------------------------------------------------------------------------------
     def setup(self, modules: dict, exercises: dict[str, str], cells: list[tuple[str, str]], judged: str,
               others: list[str]) -> Ready:
-        message = {"modules": modules, "exercises": exercises, "cells": [list(c) for c in cells],
-                   "judged": judged, "others": list(others), "limits": vars(self.sandbox.limits)}
-        self._send(message, [])
+        """Start the answer: ``modules`` {name: [is_package, marshalled code, filename]} (see
+        :func:`autograder.judge.judge.compiled`), then the cells, then the judged name plugged in."""
+        blobs: list[bytes] = []
+        setup = wire.encode({"modules": modules, "exercises": exercises, "cells": [list(c) for c in cells],
+                             "judged": judged, "others": list(others), "limits": dict(vars(self.sandbox.limits))},
+                            blobs)
+        self._send({"setup": setup}, blobs)
         while True:
             try:
                 reply, blobs = self._receive()

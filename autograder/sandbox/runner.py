@@ -5,8 +5,8 @@ the channel on standard input and output. Before any student code runs it moves 
 private descriptors, points descriptors 0-2 at /dev/null (so prints and a C library's writes to
 fd 2 go nowhere and cannot corrupt the channel) and sets the resource limits. Then:
 
-1. **setup**: the engine the answer runs in (module sources, kept in memory: the course kit with
-   only the judged exercise left out), the student's code cells, and which name is judged;
+1. **setup**: the engine the answer runs in (compiled modules, kept in memory: the course kit
+   with only the judged exercise left out), the student's code cells, and which name is judged;
 2. the cells run in one namespace, in order; an error in one cell is recorded and the next runs;
 3. isolation: every exercise object the cells replaced in the engine (``use(...)``) is put back,
    the other exercises' names in the notebook namespace are bound to the engine's, and the
@@ -22,6 +22,7 @@ from __future__ import annotations
 import builtins
 import importlib.abc
 import importlib.util
+import marshal
 import operator
 import os
 import resource
@@ -46,10 +47,14 @@ OPERATORS.update(float=float, int=int, index=operator.index, asarray=np.asarray,
 
 
 class _Modules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """Imports the engine from sources held in memory (they are never on the sandbox's disk)."""
+    """Imports the engine from code held in memory (it is never on the sandbox's disk).
+
+    The judge compiles the modules once and sends their code objects (``marshal``: this is the
+    same interpreter), which saves compiling the engine in every sandbox.
+    """
 
     def __init__(self, modules: dict):
-        self.modules = modules  # name -> [is_package, source, filename]
+        self.modules = modules  # name -> [is_package, marshalled code, filename]
 
     def find_spec(self, name, path=None, target=None):
         if name not in self.modules:
@@ -61,9 +66,9 @@ class _Modules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         return None
 
     def exec_module(self, module):
-        is_package, source, filename = self.modules[module.__name__]
+        is_package, code, filename = self.modules[module.__name__]
         module.__file__ = filename
-        exec(compile(source, filename, "exec"), vars(module))
+        exec(marshal.loads(code), vars(module))
 
 
 class _Shell:
@@ -250,7 +255,8 @@ def main() -> None:
         os.dup2(null, fd)
     os.close(null)
     reader = Reader(in_fd, MAX_MESSAGE)
-    message, blobs = reader.read()
+    frame, blobs = reader.read()
+    message = decode(frame["setup"], blobs)
     limit(message.get("limits", {}))
     runner = Runner(reader, out_fd)
     runner.setup(message)

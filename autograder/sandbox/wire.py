@@ -7,6 +7,7 @@ A frame is ``<u32 json length><u32 blob count><json>`` followed by each blob as
     {"$l": [...]}  list           {"$s": k}   NumPy scalar (a 0-d .npy blob)
     {"$d": [[k, v], ...]} dict    {"$dt": "float32"}  a NumPy dtype
     {"$sl": [a, b, c]} slice      {"$el": 0}  Ellipsis        {"$c": [re, im]} complex
+    {"$y": k}      bytes, blob k
     {"$h": id, ...}  an object that stays in the sandbox (a handle), with its type's names
     {"$r": id}       the trusted side naming a handle it was given
 
@@ -86,6 +87,9 @@ def encode(value, blobs: list[bytes], handle=None, depth: int = 0):
                         encode(value.step, blobs, handle, depth + 1)]}
     if value is Ellipsis:
         return {"$el": 0}
+    if type(value) is bytes:
+        blobs.append(value)
+        return {"$y": len(blobs) - 1}
     if isinstance(value, Ref):
         return {"$r": value.id}
     if handle is not None:
@@ -128,6 +132,11 @@ def decode(data, blobs: list[bytes], depth: int = 0):
     if tag in ("$a", "$s"):
         array = _load(blobs, _int(body))
         return array if tag == "$a" else array[()]
+    if tag == "$y":
+        index = _int(body)
+        if not 0 <= index < len(blobs):
+            raise WireError("no such blob")
+        return blobs[index]
     if tag == "$dt":
         try:
             dtype = np.dtype(str(body)[:100])
