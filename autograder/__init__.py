@@ -15,10 +15,10 @@ Who runs what:
 
 * instructor commands (the grader's own process): ``cli``, ``course``, ``release``, ``collect``,
   ``grade``, ``feedback``, ``report``, ``selfcheck``, ``demo``;
-* the trusted judge (grading workers; never runs student code): ``worker``, ``judge/``
-  (``grading``: a whole submission, ``judge``: one exercise, ``session``: the sandbox and its
-  channel), ``restore`` (structure from the source notebook), ``checks`` and ``exercises/`` (the
-  hidden checks), ``harness`` (their registry);
+* the trusted judge (grading workers; never runs student code): ``judge/`` (``worker``: one
+  student, ``grading``: a whole submission, ``restore``: its structure from the source notebook,
+  ``judge``: one exercise, ``session``: the sandbox and its channel, ``checks``: what hidden
+  checks are built from, ``registry``: where they are found), and ``exercises/`` (the checks);
 * inside the sandbox, beside student code: ``sandbox/`` only (standard library and NumPy);
 * authoring tools: ``spec``, ``sync``, ``kit``, ``regions``, ``mutants/``.
 
@@ -31,7 +31,7 @@ Files::
     assignments/nbgrader_config.py                 course configuration (owned by the tools)
     assignments/source/aNN_name/aNN_name.ipynb     source notebook: solutions and hidden tests in
     assignments/source/aNN_name/<helper files>     released with the notebook (.py, data); no solutions
-    autograder/exercises/aNN_name.py               hidden checks, ``@graded("aNN-...", ...)`` (see harness)
+    autograder/exercises/aNN_name.py               hidden checks, ``@graded("aNN-...", ...)`` (see judge/registry.py)
     autograder/mutants/aNN_name.py                 ``MUTANTS = [Mutant(...)]`` (see autograder.mutants)
 
 An exercise is one function or class the student writes. Its id is ``aNN-<name>``: lowercase,

@@ -6,20 +6,17 @@ Every command goes through :class:`Course`, so that the course root, the gradebo
 
 from __future__ import annotations
 
-import functools
 import re
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-import nbgrader.api
-from alembic.config import Config as AlembicConfig
-from alembic.script import ScriptDirectory
 from nbgrader.api import Gradebook
 from nbgrader.apps import NbGraderAPI
 from nbgrader.coursedir import CourseDirectory
 from traitlets.config import Config
 from traitlets.config.loader import PyFileConfigLoader
+
+from .nbgrader_glue import api_defaults, fast_gradebook_creation
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_COURSE = REPO_ROOT / "assignments"
@@ -47,24 +44,6 @@ def grade_id_exercise(grade_id: str) -> str:
     return re.sub(r"-(visible|hidden|written)(-[0-9]+)?$", "", grade_id)
 
 
-@functools.cache
-def alembic_head() -> str:
-    """The gradebook schema revision of the installed nbgrader.
-
-    nbgrader stamps each new gradebook with it by running the ``alembic heads`` command: a
-    subprocess that imports nbgrader again (2 to 10 s here) and that fails unless the venv's
-    ``bin`` is on PATH. The answer depends only on the installed nbgrader, so it is computed
-    once per process with alembic's Python API instead (a test checks both agree).
-    """
-    config = AlembicConfig()
-    config.set_main_option("script_location", str(Path(nbgrader.__file__).resolve().parent / "alembic"))
-    return ScriptDirectory.from_config(config).get_current_head()
-
-
-def _fast_gradebook_creation() -> None:
-    nbgrader.api.get_alembic_version = alembic_head
-
-
 @dataclass(frozen=True)
 class Course:
     root: Path
@@ -72,7 +51,7 @@ class Course:
 
     @classmethod
     def open(cls, root: str | Path | None = None, db_url: str | None = None) -> Course:
-        _fast_gradebook_creation()
+        fast_gradebook_creation()
         root = Path(root or DEFAULT_COURSE).resolve()
         if not (root / "nbgrader_config.py").is_file():
             raise CourseError(f"{root} is not an nbgrader course directory (no nbgrader_config.py)")
@@ -95,13 +74,7 @@ class Course:
         return CourseDirectory(config=config or self.config())
 
     def api(self, config: Config | None = None) -> NbGraderAPI:
-        config = config or self.config()
-        config.NbGraderAPI.log_level = "WARN"  # nbgrader's INFO log is returned in the result anyway
-        if "root" not in config.Exchange:
-            # Students' work arrives through `collect`, not nbgrader's exchange, but NbGraderAPI
-            # probes the exchange folder at start-up and logs CRITICAL when the default one
-            # (/usr/local/share/nbgrader/exchange) is missing: point it at a folder that exists.
-            config.Exchange.root = tempfile.gettempdir()
+        config = api_defaults(config or self.config())
         return NbGraderAPI(coursedir=self.coursedir(config), config=config)
 
     def exchange_config(self, exchange: str | Path | None = None) -> Config:

@@ -2,10 +2,10 @@
 
 Stock nbgrader 0.9.6 feedback shows hidden tests (its GenerateFeedback preprocessors do not clear
 them, and a failed test's traceback quotes the cell) and loads MathJax 2 from a CDN. Here
-nbgrader's GenerateFeedback runs with:
+nbgrader's GenerateFeedback runs as :func:`autograder.nbgrader_glue.configure_feedback` sets it:
 
-* one more preprocessor, :class:`RedactHiddenTests`: hidden regions are cut from test cells and
-  those cells' error outputs are reduced to their last line, the feedback message;
+* one more preprocessor, :class:`~autograder.nbgrader_glue.RedactHiddenTests`: hidden regions are
+  cut, and each output (only the judge's messages are left) is reduced to one capped line;
 * the ``autograder_feedback`` template (``autograder/templates/``), which is nbgrader's feedback
   template with nbconvert's ``mathjax`` macro shadowed to load MathJax 3 from a ``mathjax/``
   folder next to the page. The files come from the ``sphinx-mathjax-offline`` package and are
@@ -21,47 +21,16 @@ import re
 import shutil
 from pathlib import Path
 
-import nbgrader
-from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
-from nbformat.notebooknode import NotebookNode
 from nbgrader.converters import GenerateFeedback
-from nbgrader.preprocessors import ClearHiddenTests, GetGrades
 from nbgrader.utils import capture_log, temp_attrs
 
 from .course import Course, CourseError
+from .nbgrader_glue import configure_feedback
 
-TEMPLATES = Path(__file__).resolve().parent / "templates"
-NBGRADER_TEMPLATES = Path(nbgrader.__file__).resolve().parent / "server_extensions" / "formgrader" / "templates"
 # What a feedback page needs of MathJax 3: the TeX+CHTML component, its fonts, the TeX extensions
 # it autoloads (\color, \cancel, ...) and the context menu with its accessibility parts.
 MATHJAX_PARTS = ("tex-chtml.js", "output/chtml/fonts/woff-v2", "input/tex/extensions", "ui", "a11y")
-MAX_OUTPUT = 4000  # characters of any one output shown in feedback
-_HIDDEN_REGION = re.compile(r"^[^\n]*BEGIN HIDDEN TESTS.*?END HIDDEN TESTS[^\n]*\n?", re.S | re.M)
 _REMOTE = re.compile(r"""<(?:script|link|img|iframe)\b[^>]*\b(?:src|href)\s*=\s*["']?(?:https?:)?//""", re.I)
-
-
-class RedactHiddenTests(ClearHiddenTests):
-    """Remove hidden tests from feedback: the code, and the traceback lines that quote it.
-
-    Test cells (nbgrader ``grade`` and not ``solution``) hold hidden tests: the grader restored
-    them from the source notebook. In a student's own cell only whole BEGIN ... END regions are
-    cut (a copy of a hidden test); a lone quoted marker is the student's text and stays (nbgrader
-    would raise on a BEGIN without an END).
-    Outputs are the judge's messages only (the grader clears everything else), each kept short.
-    """
-
-    def preprocess_cell(self, cell: NotebookNode, resources: dict, index: int):
-        meta = cell.get("metadata", {}).get("nbgrader", {})
-        if cell.cell_type == "code" and meta.get("grade") and not meta.get("solution"):
-            self._remove_hidden_test_region(cell)
-        else:  # a student's cell may hold a copy of a hidden test region: cut whole regions only
-            cell.source = _HIDDEN_REGION.sub("", cell.source)
-        for output in cell.get("outputs", []):
-            if output.get("output_type") == "error":
-                output.traceback = [f"{output.ename}: {output.evalue}"[:MAX_OUTPUT]]
-            elif output.get("output_type") == "stream":
-                output.text = output.text[:MAX_OUTPUT]
-        return cell, resources
 
 
 def mathjax_dir() -> Path:
@@ -96,10 +65,7 @@ def feedback(course: Course, assignment: str) -> list[Path]:
     students = [s for s in course.submitted_students(assignment) if course.autograded_dir(s, assignment).is_dir()]
     if not students:
         raise CourseError(f"nothing autograded for {assignment} yet: run `autograder grade {assignment}` first")
-    config = course.config()
-    config.GenerateFeedback.preprocessors = [GetGrades, CSSHTMLHeaderPreprocessor, RedactHiddenTests]
-    config.HTMLExporter.template_name = "autograder_feedback"
-    config.HTMLExporter.extra_template_basedirs = [str(TEMPLATES), str(NBGRADER_TEMPLATES)]
+    config = configure_feedback(course.config())
     api = course.api(config)
     pages = []
     for student in students:

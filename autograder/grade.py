@@ -3,8 +3,8 @@
 How it works, and why:
 
 * **The verdict is decided where no student code runs.** Each student is graded by a worker
-  (:mod:`autograder.worker`), a trusted process that reads the notebooks as data, restores their
-  structure from the source notebook (:mod:`autograder.restore`: the template wins) and judges
+  (:mod:`autograder.judge.worker`), a trusted process that reads the notebooks as data, restores their
+  structure from the source notebook (:mod:`autograder.judge.restore`: the template wins) and judges
   each exercise (:mod:`autograder.judge`): the student's cells run in a sandbox of their own per
   exercise (bubblewrap: no network, uid 65534, nothing of the course, the gradebook, the other
   students, solutions/ or the hidden checks visible; memory, CPU, process, file and output
@@ -51,15 +51,14 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-import nbformat
 import psutil
 from nbgrader.api import Gradebook, MissingEntry
-from nbgrader.preprocessors import AssignLatePenalties, SaveAutoGrades
 from sqlalchemy.exc import SAWarning
 from tqdm import tqdm
 
-from . import worker
+from .judge import worker
 from .course import Course, CourseError
+from .nbgrader_glue import record_grades
 
 RUN_PREFIX = "autograder-grade-"
 
@@ -230,7 +229,7 @@ def _workers() -> multiprocessing.context.BaseContext:
     thread, open databases) would not be.
     """
     context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["autograder.worker"])
+    context.set_forkserver_preload(["autograder.judge.worker"])
     return context
 
 
@@ -367,11 +366,7 @@ def _record(course: Course, assignment: str, job: Job, ledger: Ledger, result: d
                         grade.auto_score, grade.needs_manual_grade = 0, False
             gb.db.commit()
         for path in sorted(autograded.glob("*.ipynb")):
-            nb = nbformat.read(path, as_version=nbformat.NO_CONVERT)
-            resources = {"nbgrader": {"notebook": path.stem, "assignment": assignment,
-                                      "student": student, "db_url": course.db_url}}
-            for preprocessor in (SaveAutoGrades(config=config), AssignLatePenalties(config=config)):
-                nb, resources = preprocessor.preprocess(nb, resources)
+            record_grades(path, assignment, student, course.db_url, config)
         keep = _files(course.source_dir(assignment)) | _files(submitted) | {Path("timestamp.txt")}
         _install(autograded, course.autograded_dir(student, assignment), keep)
         ledger.mark_graded(student, job.fingerprint)

@@ -1,14 +1,14 @@
 """What each exercise is, as data: its reference object in solutions/ and its solution regions.
 
 The registry modules (`autograder/exercises/aNN_*.py`) declare every exercise with
-:func:`graded`, which registers the hidden check with the harness *and* records a :class:`Spec`.
+:func:`graded`, which registers the hidden check in the registry (:mod:`autograder.judge.registry`) *and* records a :class:`Spec`.
 The spec is what the other tools read:
 
 - `autograder.sync` copies each spec's bodies from solutions/ into the notebook's solution regions;
 - `autograder.kit` stubs the same bodies out of the students' copy of the engine;
 - `autograder.judge` builds the sandbox's kit with only the judged exercise stubbed (the others: the reference).
 
-Specs are loaded through the harness (which imports each registry module once, by path), so a
+Specs are loaded through the registry (which imports each registry module once, by path), so a
 registry module is never executed twice in one process.
 """
 from __future__ import annotations
@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from autograder import harness
+from autograder.judge import registry
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -106,7 +106,7 @@ def graded(exercise_id: str, source: str | None = None, regions: tuple[str, ...]
                 raise ValueError(f"exercise {exercise_id} is declared twice with different specs")
             return run  # the registry module was imported a second time (by name): keep the first
         _SPECS[exercise_id] = spec
-        harness.register(harness.Exercise(id=exercise_id, run=run))
+        registry.register(registry.Exercise(id=exercise_id, run=run))
         return run
 
     return decorate
@@ -114,14 +114,14 @@ def graded(exercise_id: str, source: str | None = None, regions: tuple[str, ...]
 
 def prefixes() -> list[str]:
     """Assignment prefixes ("a01", ...) that have a registry module in the package."""
-    return sorted({p.name.split("_", 1)[0] for p in harness.PACKAGE_EXERCISES.glob("a[0-9][0-9]_*.py")})
+    return sorted({p.name.split("_", 1)[0] for p in registry.PACKAGE_EXERCISES.glob("a[0-9][0-9]_*.py")})
 
 
 def load(assignment: str) -> list[Spec]:
     """The specs of one assignment ("a02_broadcasting", "a02" or an exercise id "a02-mul")."""
     prefix = re.split(r"[_-]", assignment, maxsplit=1)[0]
     try:
-        harness.find(f"{prefix}-")  # imports every registry module aNN_*.py of the prefix, once
+        registry.find(f"{prefix}-")  # imports every registry module aNN_*.py of the prefix, once
     except LookupError:
         pass
     return [s for s in _SPECS.values() if s.prefix == prefix]

@@ -4,7 +4,7 @@ One source of truth: `python -m autograder.sync --check` must pass (every soluti
 the reference body it is generated from). The rest checks the conventions every assignment
 follows: per exercise a markdown contract, the solution cell (grade_id = exercise id), a visible
 test cell (`<id>-visible`, 0 points) and a hidden one (`<id>-hidden`, the spec's points, nothing
-but the call to the harness); unique grade_ids; no outputs; no `import solutions`.
+but the name of their check); unique grade_ids; no outputs; no `import solutions`.
 """
 from __future__ import annotations
 
@@ -42,7 +42,7 @@ def nbgrader(cell) -> dict:
 def test_every_registry_has_its_source_notebook():
     """The assignments are discovered from assignments/source/: a registry of hidden checks
     (autograder/exercises/aNN_name.py) without its notebook would silently be left out."""
-    registries = sorted(p.stem for p in spec_module.harness.PACKAGE_EXERCISES.glob("a[0-9][0-9]_*.py"))
+    registries = sorted(p.stem for p in spec_module.registry.PACKAGE_EXERCISES.glob("a[0-9][0-9]_*.py"))
     assert registries == ASSIGNMENTS, f"registries {registries}, source notebooks {ASSIGNMENTS}"
 
 

@@ -8,7 +8,8 @@ import pytest
 from nbgrader.dbutil import _temp_alembic_ini
 
 from autograder import cli
-from autograder.course import Course, CourseError, alembic_head, grade_id_exercise
+from autograder.course import Course, CourseError, grade_id_exercise
+from autograder.nbgrader_glue import alembic_head
 
 pytestmark = pytest.mark.xdist_group("autograder")
 

@@ -52,7 +52,7 @@ def check_feedback(course):
         text = unescape(re.sub(r"<[^>]+>", "", html))  # code is split into highlighting spans
         for line in _hidden_code():
             assert line not in text, (student, line)
-        assert "HIDDEN TESTS" not in text and "autograder.harness" not in text
+        assert "HIDDEN TESTS" not in text and "autograder.judge.registry" not in text
         assert not re.search(r"cdn|cloudflare|jsdelivr|unpkg|googleapis", html, re.I)
         assert not re.search(r"""<(script|link)\b[^>]*(src|href)=["']?(https?:)?//""", html, re.I)
         assert 'src="mathjax/tex-chtml.js"' in html

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from autograder import spec as spec_module
-from autograder.harness import PACKAGE_EXERCISES
+from autograder.judge.registry import PACKAGE_EXERCISES
 from autograder.judge.judge import code_cells, judge
 from autograder.judge.session import Sandbox
 from autograder.mutants import Mutant, load_mutants

@@ -197,7 +197,7 @@ def test_released_notebook_runs_and_fails_only_with_not_implemented(assignment, 
     that way, and neither solutions nor hidden tests are in it."""
     folder = released / assignment
     text = (folder / f"{assignment}.ipynb").read_text()
-    for marker in ("BEGIN SOLUTION", "HIDDEN TESTS", "autograder.harness", "Model answer", "import solutions"):
+    for marker in ("BEGIN SOLUTION", "HIDDEN TESTS", "autograder.judge.registry", "Model answer", "import solutions"):
         assert marker not in text, marker
     build_kit(folder)
     nb = _execute(folder / f"{assignment}.ipynb", folder)

@@ -1,4 +1,4 @@
-"""autograder.restore: a damaged submission is rebuilt on the template's nbgrader structure."""
+"""autograder.judge.restore: a damaged submission is rebuilt on the template's nbgrader structure."""
 
 import copy
 import re
@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from autograder.restore import restore
+from autograder.judge.restore import restore
 
 REPO = Path(__file__).resolve().parents[1]
 SOURCES = sorted((REPO / "assignments" / "source").glob("*/*.ipynb"))

@@ -16,8 +16,8 @@ import math
 
 import numpy as np
 
-from autograder.checks import identity, kind, prepare, run, same_object, time_limit, type_name
-from autograder.harness import GradingFailure
+from autograder.judge.checks import identity, kind, prepare, run, same_object, time_limit, type_name
+from autograder.judge.registry import GradingFailure
 from autograder.judge.judge import student_module
 from autograder.judge.session import Proxy
 from autograder.spec import graded

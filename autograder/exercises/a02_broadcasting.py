@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from autograder.checks import Case, Context, check_op, close, prepare, run, student_engine, sum_to
-from autograder.harness import GradingFailure
+from autograder.judge.checks import Case, Context, check_op, close, prepare, run, student_engine, sum_to
+from autograder.judge.registry import GradingFailure
 from autograder.spec import graded
 
 

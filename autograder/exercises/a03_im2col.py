@@ -22,9 +22,9 @@ import math
 
 import numpy as np
 
-from autograder.checks import (close, prepare, reference_engine, run, spec_of, student_engine, time_limit,
+from autograder.judge.checks import (close, prepare, reference_engine, run, spec_of, student_engine, time_limit,
                                type_name)
-from autograder.harness import GradingFailure
+from autograder.judge.registry import GradingFailure
 from autograder.judge.judge import current
 from autograder.spec import graded
 

@@ -18,9 +18,9 @@ import importlib
 
 import numpy as np
 
-from autograder.checks import (close, prepare, reference_engine, run, spec_of, student_engine, time_limit,
+from autograder.judge.checks import (close, prepare, reference_engine, run, spec_of, student_engine, time_limit,
                                type_name)
-from autograder.harness import GradingFailure
+from autograder.judge.registry import GradingFailure
 from autograder.judge.judge import student_module
 from autograder.spec import graded
 

@@ -18,8 +18,8 @@ import math
 
 import numpy as np
 
-from autograder.checks import close, prepare, run, same_object, spec_of, student_engine, time_limit, type_name
-from autograder.harness import GradingFailure
+from autograder.judge.checks import close, prepare, run, same_object, spec_of, student_engine, time_limit, type_name
+from autograder.judge.registry import GradingFailure
 from autograder.judge.judge import current, student_module
 from autograder.spec import graded
 

@@ -1,12 +1,12 @@
 """Grade one submission: restore each notebook's structure, judge every exercise, write the result.
 
-Runs in a grading worker (:mod:`autograder.worker`), a trusted process: it reads the student's
+Runs in a grading worker (:mod:`autograder.judge.worker`), a trusted process: it reads the student's
 notebooks as data and never executes them; each exercise is judged in a sandbox of its own
 (:mod:`autograder.judge.judge`), so a crash, a hang or an attack in one exercise costs that
 exercise only, and the exercises judged before it keep their scores.
 
 What it writes is the *autograded* notebook nbgrader's gradebook tools read: the restored
-notebook (:mod:`autograder.restore`: the release template's test cells, the student's answers)
+notebook (:mod:`autograder.judge.restore`: the release template's test cells, the student's answers)
 with every output cleared, and on each test cell of a failed exercise one error output
 holding the judge's message. nbgrader's SaveAutoGrades then scores it as stock nbgrader scores
 any notebook (an error output is 0 points, none is full points), so the gradebook, late
@@ -26,7 +26,7 @@ import nbformat
 from autograder.course import grade_id_exercise
 from autograder.judge.judge import Verdict, code_cells, judge
 from autograder.judge.session import Sandbox
-from autograder.restore import restore
+from autograder.judge.restore import restore
 
 FAILED = "Incorrect"        # the ename of the error output that carries a failed exercise's message
 MAX_MESSAGE = 2000          # characters of a judge message kept in the notebook

@@ -135,7 +135,7 @@ def _engine(exercise_id: str) -> tuple[dict, dict[str, str]]:
 def judge(exercise_id: str, cells: list[tuple[str, str]], *, sandbox: Sandbox, budget: float = 60.0) -> Verdict:
     """Run the hidden check of ``exercise_id`` on the answer the cells define."""
     from autograder import spec as specs
-    from autograder.harness import GradingFailure, find, seed
+    from autograder.judge.registry import GradingFailure, find, seed
 
     started = time.monotonic()
     check = find(exercise_id)  # LookupError names an unregistered exercise: a course error

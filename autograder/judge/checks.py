@@ -25,7 +25,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from autograder.harness import GradingFailure
+from autograder.judge.registry import GradingFailure
 from autograder.judge.judge import student_module
 from autograder.judge.session import Proxy, SandboxTimeout, StudentError
 from autograder.spec import Spec, load

@@ -5,8 +5,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from autograder import harness
-from autograder.harness import GradingFailure
+from autograder.judge import registry
+from autograder.judge.registry import GradingFailure
 from autograder.judge.judge import judge
 from autograder.judge.session import Sandbox
 from autograder.spec import graded
@@ -48,8 +48,8 @@ def test_unknown_exercise_is_a_course_error_not_a_student_error():
 
 
 def test_inputs_are_seeded_by_the_exercise_id():
-    assert harness.seed("t99-seeded") == harness.seed("t99-seeded")
-    assert harness.seed("t99-seeded") != harness.seed("t99-other")
+    assert registry.seed("t99-seeded") == registry.seed("t99-seeded")
+    assert registry.seed("t99-seeded") != registry.seed("t99-other")
     wrong = "def square_backward(x, grad):\n    return 3 * x * grad\n"
     messages = {verdict("a00-square-backward", wrong).message for _ in range(2)}
     assert len(messages) == 1

@@ -4,7 +4,7 @@ A registry module holds the checks of one assignment, each declared with
 :func:`autograder.spec.graded` (the one way to declare a check)::
 
     # autograder/exercises/a02_broadcasting.py
-    from autograder.harness import GradingFailure
+    from autograder.judge.registry import GradingFailure
     from autograder.spec import graded
 
     @graded("a02-mul", "solutions.ops.elementwise:Mul", regions=("backward",), points=2)
@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-PACKAGE_EXERCISES = Path(__file__).resolve().parent / "exercises"
+PACKAGE_EXERCISES = Path(__file__).resolve().parents[1] / "exercises"
 
 
 class GradingFailure(Exception):
