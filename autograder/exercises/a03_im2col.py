@@ -22,10 +22,9 @@ import math
 
 import numpy as np
 
-from autograder.judge.checks import (close, prepare, reference_engine, run, spec_of, student_engine, time_limit,
-                               type_name)
+from autograder.judge.checks import (close, in_sandbox, prepare, reference_engine, run, spec_of, student_engine,
+                                     time_limit, type_name)
 from autograder.judge.registry import GradingFailure
-from autograder.judge.judge import current
 from autograder.spec import graded
 
 TIME_LIMIT = 30.0
@@ -58,7 +57,7 @@ def _in_sandbox(array: np.ndarray):
     """A copy of `array` that lives in the sandbox (a proxy): the student's code can write into it,
     and np.asarray(proxy) reads it back. An array passed by value would be copied over, so an
     in-place write there would never be seen here."""
-    return current().request("ref", array)
+    return in_sandbox(array)
 
 
 def _array(label: str, name: str, got, shape: tuple, dtype, shape_hint=None) -> np.ndarray:

@@ -18,7 +18,8 @@ import math
 
 import numpy as np
 
-from autograder.judge.checks import close, prepare, run, same_object, spec_of, student_engine, time_limit, type_name
+from autograder.judge.checks import (close, in_sandbox, prepare, run, same_object, sandbox_type, spec_of,
+                                     student_engine, time_limit, type_name)
 from autograder.judge.registry import GradingFailure
 from autograder.judge.judge import current, student_module
 from autograder.spec import graded
@@ -47,13 +48,13 @@ def _student_rng(seed: int):
 def _sandbox_array(a: np.ndarray):
     """A sandbox copy of `a`, kept there (a proxy): what the student's code changes in place shows
     up in `np.asarray(proxy)`."""
-    return current().request("ref", a)
+    return in_sandbox(a)
 
 
 def _sandbox_subclass(base, name: str, namespace: dict):
     """`type(name, (*bases,), namespace)` in the sandbox, for classes of the sandbox (proxies)."""
     bases = base if isinstance(base, tuple) else (base,)
-    return current().request("operator", bases[0], name="type")(name, bases, namespace)
+    return sandbox_type(bases[0])(name, bases, namespace)
 
 
 def _tensor_result(label: str, name: str, out, shape=None):
@@ -706,7 +707,7 @@ def _list_dataset(n: int):
     Its class derives from the kit's `Dataset` and from `list` (which gives `len` and indexing),
     so it needs no code of the judge's in the sandbox."""
     data = student_module("solutions.data")
-    list_type = current().request("operator", [], name="type")
+    list_type = sandbox_type([])
     cls = _sandbox_subclass((list_type, data.Dataset), "_ListDataset", {})
     return cls([(np.full(3, float(i)), i) for i in range(n)])
 

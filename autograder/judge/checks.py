@@ -101,6 +101,20 @@ def type_name(obj: Any) -> str:
     return type(obj).__name__
 
 
+def in_sandbox(value: Any) -> Any:
+    """A copy of `value` (an array, say) that stays in the sandbox: a proxy. The student's code can
+    write into it, and ``np.asarray(proxy)`` reads it back; a value passed as it is would be copied
+    over for each call, so an in-place change there would never be seen here."""
+    return student_engine_session().request("ref", value)
+
+
+def sandbox_type(obj: Any) -> Any:
+    """``type(obj)`` of a value in the sandbox (``sandbox_type([])`` is the sandbox's ``list``):
+    calling it makes objects there, e.g. a subclass of a kit class as ``sandbox_type(Base)(name,
+    bases, namespace)``, with no code of the judge's."""
+    return student_engine_session().request("operator", obj, name="type")
+
+
 def identity(obj: Any) -> tuple[str, int]:
     """What `is` compares, across the boundary: two proxies of one sandbox object share it."""
     if isinstance(obj, Proxy):
