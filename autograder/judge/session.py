@@ -94,7 +94,9 @@ class Sandbox:
         roots = sorted({Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve(),
                         Path(os.path.realpath(self.python)).parent.parent})
         args = [bwrap, "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
-                "--die-with-parent", "--new-session", "--ro-bind", "/usr", "/usr"]
+                "--die-with-parent", "--new-session", "--ro-bind", "/usr", "/usr",
+                # /tmp first: a Python install or venv that lives under /tmp is bound on top of it
+                "--perms", "1777", "--size", str(self.limits.tmpfs_mb << 20), "--tmpfs", "/tmp"]
         for link in ("bin", "lib", "lib64", "sbin"):
             target = Path("/") / link
             if target.is_symlink():
@@ -110,9 +112,7 @@ class Sandbox:
         if venv != venv.resolve() and not venv.is_relative_to("/usr"):
             args += _mounts_for(venv)
         args += [*_mounts_for(Path("/sandbox"))[:-3], "--ro-bind", str(RUNNER_DIR), "/sandbox",
-                 "--dev", "/dev", "--proc", "/proc",
-                 "--perms", "1777", "--size", str(self.limits.tmpfs_mb << 20), "--tmpfs", "/tmp",
-                 "--chdir", "/tmp", "--clearenv",
+                 "--dev", "/dev", "--proc", "/proc", "--chdir", "/tmp", "--clearenv",
                  "--setenv", "HOME", "/tmp", "--setenv", "PATH", "/usr/bin:/bin",
                  "--setenv", "OPENBLAS_NUM_THREADS", "1", "--setenv", "OMP_NUM_THREADS", "1",
                  "--setenv", "MKL_NUM_THREADS", "1", "--setenv", "MPLBACKEND", "Agg",
