@@ -198,8 +198,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("--jobs", type=int, default=CPUS, help="parallel workers (default: the CPUs, %(default)s)")
     sub.add_argument("--cell-timeout", type=int,
                      help="wall seconds per exercise, the student's cells included (default: the course's Execute.timeout)")
-    sub.add_argument("--notebook-timeout", type=float, default=600,
-                     help="wall seconds per notebook before the student's grading is killed (default: %(default)s)")
+    sub.add_argument("--notebook-timeout", type=float,
+                     help="wall seconds per notebook before the student's grading is killed "
+                          "(default: every exercise's budget in full, plus a minute)")
     sub.add_argument("--memory-mb", type=int, default=4096,
                      help="address-space limit of each sandbox, 0 for the default (default: %(default)s)")
     sub.add_argument("--force", action="store_true", help="regrade students that are already graded")

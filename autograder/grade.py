@@ -51,6 +51,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
+import nbformat
 import psutil
 from nbgrader.api import Gradebook, MissingEntry
 from sqlalchemy.exc import SAWarning
@@ -66,7 +67,8 @@ RUN_PREFIX = "autograder-grade-"
 @dataclass(frozen=True)
 class Limits:
     cell_timeout: int | None = None   # wall seconds per exercise's sandbox; None: the course's Execute.timeout
-    notebook_timeout: float = 600.0   # wall seconds per notebook of the submission (a backstop)
+    notebook_timeout: float | None = None  # wall seconds per notebook (a backstop); None: every exercise's
+                                           # budget in full, plus a minute
     memory_mb: int | None = 4096      # address space of each sandbox, None: the sandbox default
 
 
@@ -455,7 +457,7 @@ def _grade_all(course, assignment, todo, jobs, limits, ledger, outcomes, progres
     workers = _workers()
     multiprocessing.forkserver.ensure_running()  # its imports overlap with the preparation below
     run = Run(course, assignment)
-    wall = limits.notebook_timeout * max(1, len(course.notebooks(assignment)))
+    wall = _wall_limit(course, assignment, limits)
     running: list[Job] = []
 
     def launch(student: str) -> None:
@@ -493,6 +495,20 @@ def _grade_all(course, assignment, todo, jobs, limits, ledger, outcomes, progres
         for job in running:  # only on Ctrl-C or an error: stop what is still running
             kill_tree(job.process)
         run.close()
+
+
+def _wall_limit(course: Course, assignment: str, limits: Limits) -> float:
+    """The backstop for one student: by default long enough for every exercise to use its whole
+    budget (a student whose every answer hangs still gets each exercise judged, and 0 for those)."""
+    notebooks = course.notebooks(assignment)
+    if limits.notebook_timeout is not None:
+        return limits.notebook_timeout * max(1, len(notebooks))
+    from .judge.grading import judged_exercises
+    budget = limits.cell_timeout or course.config().Execute.get("timeout") or 60
+    count = 0
+    for name in notebooks:
+        count += len(judged_exercises(nbformat.read(course.source_dir(assignment) / f"{name}.ipynb", as_version=4).cells))
+    return count * (budget + 5) + 60
 
 
 def _timed_out(job: Job, wall: float) -> Outcome:

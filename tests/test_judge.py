@@ -106,3 +106,14 @@ def test_a_death_or_a_hang_in_a_cell_names_the_cell():
     assert not died.passed and "exited with code 3" in died.message and "while running your cell cell 1" in died.message
     hung = verdict("while True:\n    pass", reference_mul_source(), budget=3)
     assert not hung.passed and "time limit" in hung.message and "while running your cell cell 1" in hung.message
+
+
+def test_a_cell_that_hung_is_not_run_again_for_the_exercises_below_it():
+    from autograder.judge.judge import HungCells
+
+    hung = HungCells()
+    cells = [("cell 0", IMPORTS), ("cell 1", "while True:\n    pass"), ("t02-mul", reference_mul_source())]
+    first = judge("t02-mul", cells, sandbox=Sandbox(), budget=3, hung=hung)
+    assert not first.passed and "while running your cell cell 1" in first.message and first.seconds >= 3
+    second = judge("t02-unbroadcast", cells[:2], sandbox=Sandbox(), budget=3, hung=hung)
+    assert second.message == first.message and second.seconds < 1

@@ -24,7 +24,7 @@ from pathlib import Path
 import nbformat
 
 from autograder.course import grade_id_exercise
-from autograder.judge.judge import Verdict, code_cells, judge
+from autograder.judge.judge import HungCells, Verdict, code_cells, judge
 from autograder.judge.session import Sandbox
 from autograder.judge.restore import restore
 
@@ -95,12 +95,13 @@ def grade_submission(source: Path, submitted: Path, out: Path, *, sandbox: Sandb
         restored, repairs = restore(template, student)
         result["repairs"] += [f"{template_path.name}: {r}" for r in repairs]
         verdicts: dict[str, Verdict] = {}
+        hung = HungCells()
         for exercise in judged_exercises(restored.cells):
             if template_path.stem in result["unreadable"]:
                 verdicts[exercise] = Verdict(exercise, False, result["unreadable"][template_path.stem])
             else:
                 verdicts[exercise] = judge(exercise, code_cells(restored.cells, exercise), sandbox=sandbox,
-                                           budget=budget)
+                                           budget=budget, hung=hung)
             on_exercise(verdicts[exercise])
         result["notebooks"][template_path.stem] = {e: asdict(v) for e, v in verdicts.items()}
         target = out / template_path.name

@@ -132,7 +132,28 @@ def _engine(exercise_id: str) -> tuple[dict, dict[str, str]]:
     return modules, homes
 
 
-def judge(exercise_id: str, cells: list[tuple[str, str]], *, sandbox: Sandbox, budget: float = 60.0) -> Verdict:
+class HungCells:
+    """The cells that ran over their exercise's budget, remembered for the exercises below them.
+
+    Every exercise re-runs the cells above it in a fresh sandbox; a cell that hangs would cost
+    each of them a whole budget. One that hung once is not run again: the exercises that need
+    it fail at once, with the same message.
+    """
+
+    def __init__(self) -> None:
+        self.hung: dict[tuple[str, str], str] = {}
+
+    def known(self, cells: list[tuple[str, str]]) -> str | None:
+        return next((self.hung[cell] for cell in cells if cell in self.hung), None)
+
+    def remember(self, cells: list[tuple[str, str]], label: str, message: str) -> None:
+        for cell in cells:
+            if cell[0] == label:
+                self.hung[cell] = message
+
+
+def judge(exercise_id: str, cells: list[tuple[str, str]], *, sandbox: Sandbox, budget: float = 60.0,
+          hung: HungCells | None = None) -> Verdict:
     """Run the hidden check of ``exercise_id`` on the answer the cells define."""
     from autograder import spec as specs
     from autograder.judge.registry import GradingFailure, find, seed
@@ -146,6 +167,8 @@ def judge(exercise_id: str, cells: list[tuple[str, str]], *, sandbox: Sandbox, b
     def verdict(passed: bool, message: str = "", detail: str = "") -> Verdict:
         return Verdict(exercise_id, passed, message, time.monotonic() - started, detail)
 
+    if hung is not None and hung.known(cells):
+        return verdict(False, hung.known(cells))
     try:
         with Session(sandbox, budget=budget) as session, _judging(session):
             ready = session.setup(modules, homes, cells, the_spec.name, others)
@@ -163,7 +186,12 @@ def judge(exercise_id: str, cells: list[tuple[str, str]], *, sandbox: Sandbox, b
                 return verdict(False, "the grader could not check this exercise; your instructor has been told",
                                detail="".join(traceback.format_exception(error)))
     except SandboxTimeout as failure:
-        return verdict(False, f"your code {failure} (an endless loop, or far too slow?)")
+        message = f"your code {failure} (an endless loop, or far too slow?)"
+        label = str(failure).rpartition("while running your cell ")[2] if "while running your cell" in str(failure) \
+            else None
+        if hung is not None and label:
+            hung.remember(cells, label, message)
+        return verdict(False, message)
     except SandboxDied as failure:
         where = "" if "while running your cell" in str(failure) else " while this exercise was checked"
         return verdict(False, f"the Python process running your code {failure}{where}")
