@@ -13,9 +13,11 @@ differs:
 2. **Structure from the source, not OverwriteCells.** nbgrader's OverwriteCells crashes on a
    duplicated test cell and misplaces a deleted one; :mod:`autograder.judge.restore` rebuilds the
    submitted notebook on the source notebook before anything is judged.
-3. **Feedback without hidden tests, math offline.** nbgrader's feedback keeps hidden tests and
-   loads MathJax from a CDN; :func:`configure_feedback` swaps in :class:`RedactHiddenTests` and
-   the ``autograder_feedback`` template (MathJax 3 from a folder next to each page).
+3. **Feedback without hidden tests, math offline, one line per exercise.** nbgrader's feedback
+   keeps hidden tests, loads MathJax from a CDN and lists every test cell by number;
+   :func:`configure_feedback` swaps in :class:`RedactHiddenTests`, :class:`GetGradesByExercise`
+   and the ``autograder_feedback`` template (a summary per exercise first, written answers "to
+   be graded by hand" until they are, MathJax 3 from a folder next to each page).
 4. **Gradebook creation without a subprocess.** nbgrader stamps a new gradebook by running
    ``alembic heads`` in a subprocess (2-10 s, and it fails unless the venv's bin is on PATH);
    :func:`fast_gradebook_creation` computes the same head in-process (a test checks they agree).
@@ -82,10 +84,67 @@ class RedactHiddenTests(ClearHiddenTests):
         return cell, resources
 
 
+class GetGradesByExercise(GetGrades):
+    """nbgrader's GetGrades, plus what the page's summary shows: one entry per exercise.
+
+    ``resources["nbgrader"]["exercises"]``: in notebook order, {"id", "title", "anchor", "score",
+    "points", "message"} for each exercise with test cells (its cells' points added up; the
+    judge's message when it failed), and {"written": True, "pending": bool, ...} for each answer
+    graded by hand. ``auto_score`` / ``auto_points`` total the auto-graded part only; ``pending``
+    is the points still to be graded by hand (not counted in either total).
+    """
+
+    def _get_score(self, cell: NotebookNode, resources: dict) -> None:
+        super()._get_score(cell, resources)
+        grade = self.gradebook.find_grade(cell.metadata["nbgrader"]["grade_id"], self.notebook_id,
+                                          self.assignment_id, self.student_id)
+        cell.metadata.nbgrader["needs_manual_grade"] = bool(grade.needs_manual_grade)
+
+    def preprocess(self, nb: NotebookNode, resources: dict):
+        from autograder.course import grade_id_exercise
+        nb, resources = super().preprocess(nb, resources)
+        entries: dict[str, dict] = {}
+        for cell in nb.cells:
+            meta = cell.metadata.get("nbgrader", {})
+            if not meta.get("grade"):
+                continue
+            grade_id, score, points = meta["grade_id"], float(meta.get("score") or 0), float(meta.get("points") or 0)
+            if meta.get("solution"):  # an answer graded by hand
+                entries[grade_id] = {"id": grade_id, "title": _title(grade_id_exercise(grade_id)) + " (written)",
+                                     "anchor": grade_id, "score": score, "points": points, "written": True,
+                                     "pending": bool(meta.get("needs_manual_grade")), "message": ""}
+                continue
+            exercise = grade_id_exercise(grade_id)
+            entry = entries.setdefault(exercise, {"id": exercise, "title": _title(exercise), "anchor": grade_id,
+                                                  "score": 0.0, "points": 0.0, "written": False,
+                                                  "pending": False, "message": ""})
+            entry["score"] += score
+            entry["points"] += points
+            for output in cell.get("outputs", []):
+                if output.get("output_type") == "error" and not entry["message"]:
+                    entry["message"] = str(output.get("evalue", "")).removeprefix(f"{exercise}: ")[:MAX_OUTPUT]
+        items = list(entries.values())
+        resources["nbgrader"]["exercises"] = items
+        resources["nbgrader"]["auto_score"] = sum(e["score"] for e in items if not e["written"])
+        resources["nbgrader"]["auto_points"] = sum(e["points"] for e in items if not e["written"])
+        resources["nbgrader"]["pending"] = sum(e["points"] for e in items if e["written"] and e["pending"])
+        return nb, resources
+
+
+def _title(exercise: str) -> str:
+    """The exercise's title as its check declares it, else its id."""
+    try:
+        from autograder import spec
+        return spec.by_id(exercise).title or exercise
+    except LookupError:
+        return exercise
+
+
 def configure_feedback(config: Config) -> Config:
-    config.GenerateFeedback.preprocessors = [GetGrades, CSSHTMLHeaderPreprocessor, RedactHiddenTests]
+    config.GenerateFeedback.preprocessors = [GetGradesByExercise, CSSHTMLHeaderPreprocessor, RedactHiddenTests]
     config.HTMLExporter.template_name = "autograder_feedback"
     config.HTMLExporter.extra_template_basedirs = [str(TEMPLATES), str(NBGRADER_TEMPLATES)]
+    config.HTMLExporter.template_file = "by_exercise.html.j2"  # extends nbgrader's index.html.j2
     return config
 
 

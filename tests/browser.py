@@ -67,6 +67,7 @@ class Page:
     images: list[tuple[str, int]]  # (src, naturalWidth); 0 means the image did not load
     errors: list[str]  # console errors, uncaught exceptions, failed loads
     requests: list[str]  # every URL the page asked for
+    probe: object = None  # what the `probe` expression given to `open` evaluated to in the page
 
 
 class Chromium:
@@ -124,7 +125,7 @@ class Chromium:
         self._log.close()
         self._profile.cleanup()
 
-    def open(self, url: str, screenshot: Path | None = None) -> Page:
+    def open(self, url: str, screenshot: Path | None = None, width: int = 1280, probe: str | None = None) -> Page:
         target = self._call("Target.createTarget", url="about:blank")["targetId"]
         session = self._call("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
         try:
@@ -133,7 +134,7 @@ class Chromium:
             self._call("Page.setLifecycleEventsEnabled", session=session, enabled=True)
             # A tab in a 1280x2000 window shows a little less than that; pin the viewport.
             self._call("Emulation.setDeviceMetricsOverride", session=session,
-                       width=1280, height=2000, deviceScaleFactor=1, mobile=False)
+                       width=width, height=2000, deviceScaleFactor=1, mobile=width < 600)
             self._events.clear()
             navigation = self._call("Page.navigate", session=session, url=url)
             if "errorText" in navigation:
@@ -145,12 +146,13 @@ class Chromium:
                            and event["params"]["loaderId"] == navigation["loaderId"])
             images = self._evaluate(SETTLE, session)
             dom = self._evaluate("document.documentElement.outerHTML", session)
+            probed = self._evaluate(probe, session) if probe else None
             if screenshot is not None:
                 png = self._call("Page.captureScreenshot", session=session, format="png")["data"]
                 screenshot.parent.mkdir(parents=True, exist_ok=True)
                 screenshot.write_bytes(base64.b64decode(png))
             events = [event for event in self._events if event.get("sessionId") == session]
-            return Page(url, dom, [tuple(image) for image in images], _errors(events), _requests(events))
+            return Page(url, dom, [tuple(image) for image in images], _errors(events), _requests(events), probed)
         finally:
             self._call("Target.closeTarget", targetId=target)
 

@@ -58,9 +58,40 @@ def check_feedback(course):
         assert 'src="mathjax/tex-chtml.js"' in html
         assert (page.parent / "mathjax" / "tex-chtml.js").stat().st_size > 100_000
         assert list((page.parent / "mathjax" / "output" / "chtml" / "fonts" / "woff-v2").glob("*.woff"))
-    # what a hidden check says is still there: the student's feedback
+    # what a hidden check says is still there: the student's feedback, first as one line per exercise
     assert "a00-square-backward: not implemented yet" in pages["carol"].read_text()
-    assert "Score: 6.0 / 7.0" in pages["alice"].read_text()
+    alice = pages["alice"].read_text()
+    assert "a00_toy: 6.0 / 6.0 auto-graded points; 1.0 points of written answers to be graded by hand" in alice
+    assert alice.count('class="exercise"') == 3 and "Test cell</a> (Score" not in alice
+    assert "to be graded by hand (1.0 points)" in alice
+    check_feedback_in_a_browser(pages["carol"])
+
+
+# In the page: the summary's lines, and every element wider than the page (the judge's messages
+# must wrap, never hide past the right edge).
+LAYOUT = """(() => {
+    const width = document.documentElement.clientWidth;
+    const summary = [...document.querySelectorAll('#summary li.exercise')].map(li => li.innerText);
+    const wide = [...document.querySelectorAll('.exercise-message, div.output_subarea pre')]
+        .filter(el => el.getBoundingClientRect().right > width + 1 || el.scrollWidth > el.clientWidth + 1)
+        .map(el => el.innerText.slice(0, 80));
+    return {summary, wide, text: document.body.innerText};
+})()"""
+
+
+def check_feedback_in_a_browser(page):
+    from browser import Chromium
+
+    with Chromium() as chromium:
+        for width in (1280, 400):
+            seen = chromium.open(page.as_uri(), width=width, probe=LAYOUT)
+            assert seen.errors == [], seen.errors
+            layout = seen.probe
+            assert len(layout["summary"]) == 3, layout["summary"]
+            assert any("not implemented yet" in line for line in layout["summary"]), layout["summary"]
+            assert layout["wide"] == [], (width, layout["wide"])
+            # no path of the grader's temporary folders, in what the student reads
+            assert "autograder-grade-" not in seen.dom and "/tmp/" not in layout["text"]
 
 
 def check_report(course):
