@@ -1,8 +1,10 @@
 """``autograder report``: a grades CSV and two plots in ``reports/<assignment>/``.
 
 * ``grades.csv``: one row per student who handed something in: status, score (after the late
-  penalty, as nbgrader's own export computes it), max score, raw score, late penalty, one column per notebook (``notebook:<name>``) and per exercise (``exercise:<id>``, the sum of
-  the exercise's grade cells, see :func:`autograder.course.grade_id_exercise`).
+  penalty, as nbgrader's own export computes it), max score, raw score, late penalty, one column per notebook (``notebook:<name>``), per exercise (``exercise:<id>``, the sum of
+  the exercise's auto-graded test cells, see :func:`autograder.course.grade_id_exercise`) and
+  per written answer (``written:<id>``, empty until graded by hand): an exercise's code and
+  written points are never added into one column.
 * ``score_histogram.png``: the distribution of total scores.
 * ``failed_tests.png``: for each grade cell, the share of graded students who lost points on it,
   most-failed first: where the class struggled.
@@ -84,22 +86,30 @@ def gather(course: Course, assignment: str) -> list[Row]:
     return rows
 
 
+def _written(grade_id: str) -> bool:
+    return grade_id.endswith("-written")
+
+
 def write_csv(path: Path, rows: list[Row], cells: list[tuple[str, str, float]]) -> None:
     notebooks = list(dict.fromkeys(nb for nb, _, _ in cells))
-    exercises = list(dict.fromkeys(grade_id_exercise(gid) for _, gid, _ in cells))
+    exercises = list(dict.fromkeys(grade_id_exercise(gid) for _, gid, _ in cells if not _written(gid)))
+    written = [gid for _, gid, _ in cells if _written(gid)]
     with open(path, "w", newline="") as handle:
         out = csv.writer(handle)
         out.writerow(["student", "status", "score", "max_score", "raw_score", "late_penalty"]
-                     + [f"notebook:{nb}" for nb in notebooks] + [f"exercise:{ex}" for ex in exercises])
+                     + [f"notebook:{nb}" for nb in notebooks] + [f"exercise:{ex}" for ex in exercises]
+                     + [f"written:{grade_id_exercise(gid)}" for gid in written])
         for row in rows:
             graded = row.score is not None
-            per_exercise = {ex: sum(s or 0.0 for gid, s in row.cells.items() if grade_id_exercise(gid) == ex)
+            per_exercise = {ex: sum(s or 0.0 for gid, s in row.cells.items()
+                                    if grade_id_exercise(gid) == ex and not _written(gid))
                             for ex in exercises}
             out.writerow([row.student, row.status,
                           _num(row.score), _num(row.max_score), _num(row.raw_score),
                           _num(row.late_penalty) if graded else ""]
                          + [_num(row.notebooks.get(nb)) for nb in notebooks]
-                         + [_num(per_exercise[ex]) if graded else "" for ex in exercises])
+                         + [_num(per_exercise[ex]) if graded else "" for ex in exercises]
+                         + [_num(row.cells.get(gid)) if graded else "" for gid in written])
 
 
 def _num(value: float | None) -> str:

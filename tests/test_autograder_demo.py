@@ -102,6 +102,8 @@ def check_report(course):
     assert rows["alice"]["score"] == "6" and rows["alice"]["max_score"] == "7"
     assert rows["alice"]["status"] == "graded; written answers to grade by hand"
     assert (rows["bob"]["exercise:a00-add"], rows["bob"]["exercise:a00-square-backward"]) == ("0", "3")
+    # the written answer of the same exercise has a column of its own, empty until graded by hand
+    assert rows["bob"]["written:a00-square-backward"] == ""
     assert rows["carol"]["notebook:a00_toy"] == "0"
     for name in ("score_histogram.png", "failed_tests.png"):
         data = (folder / name).read_bytes()
