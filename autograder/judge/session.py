@@ -13,6 +13,7 @@ can mistake it for an error of the student's code.
 from __future__ import annotations
 
 import builtins
+import contextlib
 import functools
 import os
 import select
@@ -215,14 +216,14 @@ class Session:
 
     def close(self) -> None:
         if self.process.poll() is None:
-            with _suppress():
+            with contextlib.suppress(Exception):
                 os.killpg(self.process.pid, signal.SIGKILL)
-            with _suppress():
+            with contextlib.suppress(Exception):
                 self.process.kill()
-        with _suppress():
+        with contextlib.suppress(Exception):
             self.process.wait(timeout=10)
         for stream in (self.process.stdin, self.process.stdout):
-            with _suppress():
+            with contextlib.suppress(Exception):
                 stream.close()
         self._errlog.close()
 
@@ -292,13 +293,13 @@ class Session:
 
     def _died(self) -> SandboxFailure:
         code = None
-        with _suppress():
+        with contextlib.suppress(Exception):
             code = self.process.wait(timeout=5)
         return self._fail(SandboxDied, death_reason(code))
 
     def stderr_tail(self, limit: int = 2000) -> str:
         """What the sandbox wrote before the runner took over fd 2 (bwrap's or Python's own errors)."""
-        with _suppress():
+        with contextlib.suppress(Exception):
             self._errlog.seek(0)
             return self._errlog.read(limit).decode(errors="replace")
         return ""
@@ -326,14 +327,6 @@ def _cell_report(cell) -> dict:
         error = {"type": str(error.get("type", "Exception"))[:200], "msg": str(error.get("msg", ""))[:2000],
                  "where": str(error.get("where", ""))[:300]}
     return {"label": str(cell.get("label", "?"))[:200], "error": error}
-
-
-class _suppress:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, kind, value, tb):
-        return kind is not None and issubclass(kind, Exception)
 
 
 # -- values and proxies --------------------------------------------------------------------------

@@ -42,7 +42,7 @@ OPERATORS = {name: getattr(operator, name) for name in (
     "lt", "le", "eq", "ne", "gt", "ge", "getitem", "setitem", "delitem", "contains", "and_", "or_", "xor")}
 OPERATORS.update(float=float, int=int, index=operator.index, asarray=np.asarray, len=len, bool=bool,
                  list=list, str=lambda x: str(x)[:10000], repr=lambda x: repr(x)[:10000], type=type,
-                 isinstance=isinstance, issubclass=issubclass, callable=callable, hasattr=hasattr, iter_list=list,
+                 isinstance=isinstance, issubclass=issubclass, callable=callable, hasattr=hasattr,
                  copy_array=np.array, defines=lambda cls, name: isinstance(cls, type) and name in vars(cls))
 
 
