@@ -26,7 +26,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from autograder.judge.registry import GradingFailure
-from autograder.judge.judge import student_module
+from autograder.judge.judge import first_line, student_module
 from autograder.judge.session import Proxy, SandboxTimeout, StudentError
 from autograder.spec import Spec, load
 
@@ -44,11 +44,6 @@ def reference_engine():
 # --------------------------------------------------------------------------------------------
 # Running the student's code
 # --------------------------------------------------------------------------------------------
-def _first_line(error: BaseException, limit: int = 200) -> str:
-    text = str(error).strip().split("\n")[0]
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
 def run(what: str, fn: Callable, *args: Any, hint: Callable[[BaseException], str | None] | None = None) -> Any:
     """Call student code. NotImplementedError passes through (the judge says "not implemented
     yet"); any other exception of the student's becomes a GradingFailure naming `what` and, when
@@ -63,7 +58,7 @@ def run(what: str, fn: Callable, *args: Any, hint: Callable[[BaseException], str
                              "use a loop with an explicit stack instead of recursion") from None
     except StudentError as error:
         extra = hint(error) if hint else None
-        message = f"{what}: your code raised {error.remote_type}: {_first_line(error)}{error.where}"
+        message = f"{what}: your code raised {error.remote_type}: {first_line(error, 200)}{error.where}"
         raise GradingFailure(message + (f". {extra}" if extra else "")) from None
 
 

@@ -24,17 +24,12 @@ from pathlib import Path
 import nbformat
 
 from autograder.course import grade_id_exercise
-from autograder.judge.judge import HungCells, Verdict, code_cells, judge
+from autograder.judge.judge import HungCells, Verdict, code_cells, is_test_cell, judge
 from autograder.judge.session import Sandbox
 from autograder.judge.restore import restore
 
 FAILED = "Incorrect"        # the ename of the error output that carries a failed exercise's message
 MAX_MESSAGE = 2000          # characters of a judge message kept in the notebook
-
-
-def is_test_cell(cell) -> bool:
-    meta = (cell.get("metadata") or {}).get("nbgrader") or {}
-    return cell.get("cell_type") == "code" and bool(meta.get("grade")) and not meta.get("solution")
 
 
 def judged_exercises(cells) -> list[str]:

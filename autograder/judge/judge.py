@@ -30,7 +30,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from autograder.course import grade_id_exercise
-from autograder.judge import session as sessions
 from autograder.judge.session import Sandbox, SandboxDied, SandboxFailure, SandboxTimeout, Session, StudentError
 
 _CURRENT: list[Session] = []
@@ -90,6 +89,12 @@ def transform(source: str) -> str:
         return source
 
 
+def is_test_cell(cell) -> bool:
+    """An nbgrader "autograder tests" cell: a code cell with ``grade`` and without ``solution``."""
+    meta = (cell.get("metadata") or {}).get("nbgrader") or {}
+    return cell.get("cell_type") == "code" and bool(meta.get("grade")) and not meta.get("solution")
+
+
 def code_cells(cells: list[dict], exercise: str) -> list[tuple[str, str]]:
     """(label, source) of the code cells above ``exercise``'s first test cell, test cells left out.
 
@@ -98,12 +103,10 @@ def code_cells(cells: list[dict], exercise: str) -> list[tuple[str, str]]:
     """
     out = []
     for index, cell in enumerate(cells):
-        meta = (cell.get("metadata") or {}).get("nbgrader") or {}
-        grade_id = meta.get("grade_id", "")
-        is_test = bool(meta.get("grade")) and not meta.get("solution")
-        if is_test and grade_id.startswith(f"{exercise}-") and grade_id_exercise(grade_id) == exercise:
+        grade_id = ((cell.get("metadata") or {}).get("nbgrader") or {}).get("grade_id", "")
+        if is_test_cell(cell) and grade_id_exercise(grade_id) == exercise:
             break
-        if cell.get("cell_type") != "code" or is_test:
+        if cell.get("cell_type") != "code" or is_test_cell(cell):
             continue
         source = cell.get("source", "")
         source = "".join(source) if isinstance(source, list) else str(source)
@@ -181,7 +184,7 @@ def judge(exercise_id: str, cells: list[tuple[str, str]], *, sandbox: Sandbox, b
             except NotImplementedError:
                 return verdict(False, "not implemented yet (the function still raises NotImplementedError)")
             except StudentError as error:
-                return verdict(False, f"your code raised {error.remote_type}: {_first_line(error)}{error.where}")
+                return verdict(False, f"your code raised {error.remote_type}: {first_line(error)}{error.where}")
             except Exception as error:  # noqa: BLE001 (a bug of the check's own: the student is not blamed silently)
                 return verdict(False, "the grader could not check this exercise; your instructor has been told",
                                detail="".join(traceback.format_exception(error)))
@@ -200,7 +203,8 @@ def judge(exercise_id: str, cells: list[tuple[str, str]], *, sandbox: Sandbox, b
     return verdict(True)
 
 
-def _first_line(error: BaseException, limit: int = 300) -> str:
+def first_line(error: BaseException, limit: int = 300) -> str:
+    """The first line of an exception's message, cut at ``limit`` characters (what feedback shows)."""
     text = str(error).strip().split("\n")[0]
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
@@ -213,4 +217,4 @@ def _undefined(name: str, exercise_id: str, cells: list[dict]) -> str:
     return f"{name} is not defined: write it in the exercise cell ({exercise_id}) and run it"
 
 
-__all__ = ["Verdict", "judge", "code_cells", "current", "student_module", "transform", "sessions"]
+__all__ = ["Verdict", "judge", "code_cells", "current", "student_module", "transform", "is_test_cell", "first_line"]
