@@ -1,0 +1,186 @@
+"""Your own engine, across assignments: the answers you wrote in your other notebooks, plugged in.
+
+Shipped in the kit as `coursekit/answers.py` (generated from autograder/kit_answers.py).
+
+Each assignment's kit holds the whole engine with *every* exercise of the course left for you. When
+a notebook imports `coursekit`, the kit looks for your notebooks of the **earlier** assignments
+next to this one (the folders `../a01_graphs/`, `../a02_broadcasting/`, … as JupyterLab's
+*Assignments* tab fetches them), runs their imports cell and their answer cells, and plugs every
+exercise you finished into the engine with `use`. So in a04 the `GetItem` that runs is the one you
+wrote in a02.
+
+    import coursekit
+    coursekit.status()                     # which exercises are yours, which are still to do
+    coursekit.load_answers("~/course")     # your notebooks live somewhere else: load them from there
+
+What is loaded from a notebook: its imports cell (the first code cell), the given cells your answers
+build on (cell ids ending in `-given`) and the answer cells (the cells you wrote your answers in),
+in the notebook's order. Keep a helper you wrote inside the answer cell that uses it.
+An exercise you have not done (its answer still ends in `raise NotImplementedError()`) or whose
+cell fails to run stays the kit's stub, which names the exercise and its assignment when it is
+called.
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+_ASSIGNMENT_DIR = re.compile(r"^(a\d\d)_\w+$")
+_NOT_DONE = re.compile(r"^\s*raise NotImplementedError\(\)\s*$", re.M)
+
+
+@dataclass
+class Answer:
+    """What became of one exercise of an earlier assignment."""
+    exercise: str
+    assignment: str
+    status: str          # "yours", "not done", "failed", "not found"
+    detail: str = ""
+
+
+_loaded: dict[str, Answer] = {}
+
+
+def _kit_assignment() -> str | None:
+    """The assignment this kit was released with: the name of the folder that holds coursekit/."""
+    folder = Path(__file__).resolve().parent.parent.name
+    return folder if _ASSIGNMENT_DIR.match(folder) else None
+
+
+def _prefix(assignment: str) -> str:
+    return assignment.split("_", 1)[0]
+
+
+def _source(cell: dict) -> str:
+    source = cell.get("source", "")
+    return "".join(source) if isinstance(source, list) else str(source)
+
+
+def _python(source: str) -> str:
+    """A cell's source as plain Python (`%magics` and `!shell` lines turned into what IPython runs)."""
+    try:
+        from IPython.core.inputtransformer2 import TransformerManager
+    except ImportError:
+        return "\n".join("" if line.lstrip().startswith(("%", "!")) else line for line in source.split("\n"))
+    return TransformerManager().transform_cell(source)
+
+
+def _grade_id(cell: dict) -> str:
+    return cell.get("metadata", {}).get("nbgrader", {}).get("grade_id", "") or ""
+
+
+def answer_cells(cells: list[dict], assignment: str) -> list[tuple[str, str]]:
+    """(grade id, source) of the cells that are loaded: the imports cell and the answer cells."""
+    out = []
+    code = [cell for cell in cells if cell.get("cell_type") == "code"]
+    for k, cell in enumerate(code):
+        meta = cell.get("metadata", {}).get("nbgrader", {})
+        cell_id = str(cell.get("id", ""))
+        if meta.get("solution") and not meta.get("grade"):
+            out.append((_grade_id(cell), _source(cell)))
+        elif k == 0 or cell_id == f"{_prefix(assignment)}-imports" or cell_id.endswith("-given"):
+            out.append((cell_id or "imports", _source(cell)))
+    return out
+
+
+def load_cells(assignment: str, cells: list[dict]) -> list[Answer]:
+    """Run one notebook's imports and answer cells and plug its finished exercises into the engine."""
+    from . import EXERCISES, use
+
+    mine = {eid: name for name, (_module, eid) in EXERCISES.items() if eid.startswith(_prefix(assignment) + "-")}
+    namespace: dict = {"__name__": f"coursekit_answers_{_prefix(assignment)}"}
+    ran: dict[str, str] = {}   # grade id -> "" (ran) or the error
+    for grade_id, source in answer_cells(cells, assignment):
+        if grade_id in mine and _NOT_DONE.search(source):
+            ran[grade_id] = "not done"
+            continue
+        try:
+            with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+                exec(compile(_python(source), f"<{assignment} cell {grade_id or '?'}>", "exec"), namespace)
+            ran[grade_id] = ""
+        except Exception as e:  # a broken cell costs its own exercise only
+            ran[grade_id] = f"{type(e).__name__}: {e}"
+    answers = []
+    for eid, name in sorted(mine.items()):
+        if eid not in ran:
+            answers.append(Answer(eid, assignment, "not found", "no answer cell with this grade id"))
+        elif ran[eid] == "not done":
+            answers.append(Answer(eid, assignment, "not done"))
+        elif ran[eid]:
+            answers.append(Answer(eid, assignment, "failed", f"its cell raised {ran[eid]}"))
+        elif name not in namespace:
+            answers.append(Answer(eid, assignment, "failed", f"its cell does not define {name}"))
+        else:
+            try:
+                use(namespace[name])
+                answers.append(Answer(eid, assignment, "yours"))
+            except (TypeError, ValueError) as e:
+                answers.append(Answer(eid, assignment, "failed", str(e)))
+    for a in answers:
+        _loaded[a.exercise] = a
+    return answers
+
+
+def notebooks(root: Path, before: str | None) -> dict[str, Path]:
+    """assignment -> its notebook, for every assignment folder under `root` that comes before `before`."""
+    found = {}
+    for folder in sorted(Path(root).expanduser().glob("a[0-9][0-9]_*")):
+        if not (folder.is_dir() and _ASSIGNMENT_DIR.match(folder.name)):
+            continue
+        if before is not None and _prefix(folder.name) >= _prefix(before):
+            continue
+        notebook = folder / f"{folder.name}.ipynb"
+        if notebook.is_file():
+            found[folder.name] = notebook
+    return found
+
+
+def load_answers(root: str | Path | None = None, before: str | None = None, quiet: bool = False) -> list[Answer]:
+    """Load your answers from the notebooks of the assignments before this one, found under `root`
+    (default: the folder that holds this assignment's folder)."""
+    before = before or _kit_assignment()
+    root = Path(root).expanduser() if root is not None else Path(__file__).resolve().parent.parent.parent
+    answers = []
+    for assignment, path in notebooks(root, before).items():
+        try:
+            cells = json.loads(path.read_text(encoding="utf-8")).get("cells", [])
+        except (OSError, ValueError) as e:
+            print(f"coursekit: could not read {path} ({e}); its exercises stay to do")
+            continue
+        answers += load_cells(assignment, cells)
+    if not quiet and answers:
+        print(summary(answers))
+    return answers
+
+
+def autoload() -> list[Answer]:
+    """What importing the kit does: load the earlier assignments' answers, when this kit sits in an
+    assignment's folder (`aNN_name/coursekit/`)."""
+    if _kit_assignment() is None:
+        return []
+    return load_answers()
+
+
+def summary(answers: list[Answer]) -> str:
+    done = sum(a.status == "yours" for a in answers)
+    todo = [a.exercise for a in answers if a.status != "yours"]
+    line = f"coursekit: {done} of your answers from earlier assignments are in the engine"
+    if todo:
+        shown = ", ".join(todo[:6]) + (f" and {len(todo) - 6} more" if len(todo) > 6 else "")
+        line += f"; still to do there: {shown} (coursekit.status() says why)"
+    return line
+
+
+def status() -> None:
+    """Print what became of every exercise of the earlier assignments."""
+    if not _loaded:
+        print("coursekit: no answers loaded from earlier notebooks "
+              "(none found next to this assignment's folder; coursekit.load_answers(folder) loads them)")
+        return
+    width = max(len(a.exercise) for a in _loaded.values())
+    for a in sorted(_loaded.values(), key=lambda a: a.exercise):
+        print(f"{a.exercise:<{width}}  {a.assignment:<20} {a.status}{': ' + a.detail if a.detail else ''}")

@@ -1,0 +1,121 @@
+"""The student's own engine across assignments (coursekit/answers.py, from autograder/kit_answers.py).
+
+A kit released into `aNN_name/coursekit/` loads, when imported, the student's answers from the
+notebooks of the earlier assignments beside it and plugs them into the engine. An exercise not
+done, or whose cell fails, stays the kit's stub, whose error names the exercise and its notebook.
+"""
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from autograder.kit import build_kit
+from autograder.kit_answers import answer_cells
+
+ROOT = Path(__file__).resolve().parents[1]
+SOURCE = ROOT / "assignments" / "source"
+
+
+def _cell(nb: dict, grade_id: str) -> dict:
+    return next(c for c in nb["cells"] if c.get("metadata", {}).get("nbgrader", {}).get("grade_id") == grade_id)
+
+
+def _set_region(cell: dict, body: str) -> None:
+    """Replace the cell's solution region(s) by `body`, as nbgrader's release or a student would."""
+    source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+    cell["source"] = re.sub(r"(?ms)^(\s*)### BEGIN SOLUTION.*?### END SOLUTION[^\n]*", lambda m: m.group(1) + body,
+                            source)
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory) -> Path:
+    """A student's home: a01 and a02 done except a02's GetItem (not done) and Div (broken), a03's kit."""
+    home = tmp_path_factory.mktemp("home")
+    for assignment in ("a01_graphs", "a02_broadcasting"):
+        (home / assignment).mkdir()
+        shutil.copy(SOURCE / assignment / f"{assignment}.ipynb", home / assignment)
+    path = home / "a02_broadcasting" / "a02_broadcasting.ipynb"
+    nb = json.loads(path.read_text())
+    _set_region(_cell(nb, "a02-getitem"), "# YOUR CODE HERE\nraise NotImplementedError()")
+    _set_region(_cell(nb, "a02-div"), "return grad / (")   # a syntax error
+    mul = _cell(nb, "a02-mul")
+    mul["source"] = "".join(mul["source"]) + "\n\nMul.written_by = 'the student'\n"
+    path.write_text(json.dumps(nb))
+    (home / "a03_im2col").mkdir()
+    build_kit(home / "a03_im2col")
+    return home
+
+
+def run_in(folder: Path, code: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=folder, capture_output=True,
+                          text=True, timeout=120)
+
+
+def test_the_cells_loaded_are_imports_given_and_answers():
+    nb = json.loads((SOURCE / "a02_broadcasting" / "a02_broadcasting.ipynb").read_text())
+    ids = [grade_id for grade_id, _ in answer_cells(nb["cells"], "a02_broadcasting")]
+    assert ids[0] == "a02-imports"
+    assert "a02-mul" in ids and "a02-getitem" in ids
+    assert not [i for i in ids if i.endswith(("-visible", "-hidden"))], "test cells are never loaded"
+    assert "a02-together-demo" not in ids, "demo cells are not loaded"
+
+
+def test_a_later_assignment_runs_on_the_earlier_answers(home):
+    result = run_in(home / "a03_im2col", """
+        import numpy as np
+        import coursekit
+        from coursekit.engine import Tensor
+        from coursekit.engine.ops import elementwise, shape
+
+        assert getattr(elementwise.Mul, "written_by", None) == "the student", "a02's Mul is not the student's"
+        x = Tensor(np.ones((2, 3)), requires_grad=True)
+        (x * Tensor(np.arange(3.0))).sum().backward()
+        assert x.grad.data.tolist() == [[0.0, 1.0, 2.0]] * 2
+        for what, run in [("a02-getitem", lambda: x[0].sum().backward()),
+                          ("a02-div", lambda: (x / 2.0).sum().backward())]:
+            try:
+                x.grad = None
+                run()
+            except NotImplementedError as error:
+                assert f"exercise {what}:" in str(error) and "a02_broadcasting" in str(error), error
+            else:
+                raise AssertionError(f"{what} ran without the student's answer")
+        coursekit.status()
+    """)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("coursekit: ") and "a02-div" in lines[0] and "a02-getitem" in lines[0], lines[0]
+    table = {line.split()[0]: line for line in lines[1:]}
+    assert table["a02-mul"].split()[2] == "yours"
+    assert table["a02-getitem"].split()[2] == "not"          # "not done"
+    assert "SyntaxError" in table["a02-div"]
+    assert table["a01-backward"].split()[2] == "yours"
+
+
+def test_no_earlier_notebooks_no_loading(tmp_path):
+    (tmp_path / "a03_im2col").mkdir()
+    build_kit(tmp_path / "a03_im2col")
+    result = run_in(tmp_path / "a03_im2col", """
+        import coursekit
+        coursekit.status()
+    """)
+    assert result.returncode == 0, result.stderr
+    assert "no answers loaded" in result.stdout
+
+
+def test_explicit_load_from_elsewhere(home, tmp_path):
+    build_kit(tmp_path)        # a kit outside any assignment folder loads nothing by itself
+    result = run_in(tmp_path, f"""
+        import coursekit
+        answers = coursekit.load_answers({str(home)!r}, before="a03_im2col", quiet=True)
+        print(sorted(a.exercise for a in answers if a.status == "yours")[:2])
+    """)
+    assert result.returncode == 0, result.stderr
+    assert "['a01-add', 'a01-backward']" in result.stdout
