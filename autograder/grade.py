@@ -503,12 +503,14 @@ def _wall_limit(course: Course, assignment: str, limits: Limits) -> float:
     notebooks = course.notebooks(assignment)
     if limits.notebook_timeout is not None:
         return limits.notebook_timeout * max(1, len(notebooks))
-    from .judge.grading import judged_exercises
+    from .judge.grading import judged_exercises, spec_by_id
     budget = limits.cell_timeout or course.config().Execute.get("timeout") or 60
-    count = 0
+    total = 0.0
     for name in notebooks:
-        count += len(judged_exercises(nbformat.read(course.source_dir(assignment) / f"{name}.ipynb", as_version=4).cells))
-    return count * (budget + 5) + 60
+        for exercise in judged_exercises(nbformat.read(course.source_dir(assignment) / f"{name}.ipynb",
+                                                       as_version=4).cells):
+            total += (spec_by_id(exercise).budget or budget) + 5
+    return total + 60
 
 
 def _timed_out(job: Job, wall: float) -> Outcome:

@@ -128,6 +128,7 @@ def _init_source(specs: list[spec_module.Spec], autoload: bool) -> str:
     from coursekit.testing import gradcheck            # numerical gradient checks
     from coursekit import use                          # plug your own code into the engine
     import coursekit; coursekit.status()               # your answers from earlier assignments
+    coursekit.diagnose()                               # which of your ops fails a gradient check
 
 `use(Mul)` makes the engine use *your* `Mul` everywhere it used the kit's (so `a * b` and every
 backward that multiplies now run your class); `use(add, mul)` for several at once. The engine
@@ -144,7 +145,7 @@ import sys
 
 from . import engine, testing
 
-__all__ = ["engine", "testing", "use", "status", "load_answers"]
+__all__ = ["engine", "testing", "use", "status", "load_answers", "diagnose"]
 
 # Every exercise of the course: name -> (the kit module that defines it, exercise id).
 EXERCISES = {{
@@ -181,7 +182,7 @@ def use(*objs) -> None:
 
 
 from . import answers  # noqa: E402  (it needs use and EXERCISES)
-from .answers import load_answers, status  # noqa: E402
+from .answers import diagnose, load_answers, status  # noqa: E402
 {load}'''
 
 

@@ -184,3 +184,117 @@ def status() -> None:
     width = max(len(a.exercise) for a in _loaded.values())
     for a in sorted(_loaded.values(), key=lambda a: a.exercise):
         print(f"{a.exercise:<{width}}  {a.assignment:<20} {a.status}{': ' + a.detail if a.detail else ''}")
+
+
+# --------------------------------------------------------------------------------------------
+# Which of your ops is wrong? Gradient checks of the engine's pieces, each named by its exercises.
+# --------------------------------------------------------------------------------------------
+def _cases():
+    """(what, exercises, check) for every piece the CNN's training runs through. Each check uses only
+    the engine's public API and central differences: it knows no answer, it compares your backward
+    with your forward."""
+    import numpy as np
+
+    from .engine import Function, Tensor, nn, optim
+    from .engine.nn import functional as F
+    from .engine.ops import avg_pool2d, conv2d, max_pool2d
+    from .testing import gradcheck
+
+    rng = np.random.default_rng(0)
+
+    def t(*shape, low=None):
+        data = rng.uniform(0.5, 2.0, shape) if low else rng.standard_normal(shape)
+        return Tensor(data, requires_grad=True)
+
+    class Twice(Function):  # a given op: the backward walk alone is checked with it
+        def forward(self, x):
+            return 2.0 * x
+
+        def backward(self, grad):
+            return Twice.apply(grad)
+
+    def walk():
+        x = Tensor(np.ones(3), requires_grad=True)
+        a = Twice.apply(x)
+        out = Twice.apply(a)
+        out2 = Twice.apply(a)
+        for root in (out, out2):
+            root.backward(Tensor(np.ones(3)), retain_graph=True)
+        if not np.allclose(x.grad.data, 8.0):
+            raise AssertionError(f"two backward passes of 2*(2x) should accumulate 8 into x.grad, got {x.grad.data}")
+
+    def adam():
+        p = Tensor(np.array([1.0, -2.0]), requires_grad=True)
+        opt = optim.Adam([p], lr=0.1)
+        for _ in range(20):
+            p.grad = Tensor(2 * p.data)  # the gradient of |p|^2
+            opt.step()
+        if not np.all(np.abs(p.data) < np.array([1.0, 2.0])):
+            raise AssertionError("20 Adam steps on |p|^2 did not move p towards 0")
+
+    def im2col_adjoint():
+        from .engine.ops import im2col as module
+        cols_of, image_of = getattr(module, "im2col", None), getattr(module, "col2im", None)
+        if cols_of is None or image_of is None:
+            return
+        x = rng.standard_normal((2, 3, 6, 5))
+        try:
+            cols = cols_of(x, (3, 2), 1, 1, 1)
+            back = image_of(rng.standard_normal(cols.shape), x.shape, (3, 2), 1, 1, 1)
+        except TypeError:
+            return  # another signature: the conv2d check covers them
+        c = rng.standard_normal(cols.shape)
+        lhs, rhs = float(np.sum(cols * c)), float(np.sum(x * image_of(c, x.shape, (3, 2), 1, 1, 1)))
+        if back.shape != x.shape or not np.isclose(lhs, rhs):
+            raise AssertionError("col2im is not the adjoint of im2col: <im2col(x), c> != <x, col2im(c)>")
+
+    labels = np.array([0, 2, 1, 2])
+    return [
+        ("the backward walk", ("a01-",), walk),
+        ("x + y (broadcast)", ("a02-add", "a02-unbroadcast"), lambda: gradcheck(lambda a, b: a + b, t(3, 4), t(4))),
+        ("x * y (broadcast)", ("a02-mul", "a02-unbroadcast"), lambda: gradcheck(lambda a, b: a * b, t(3, 4), t(3, 1))),
+        ("x / y", ("a02-div",), lambda: gradcheck(lambda a, b: a / b, t(3, 4), t(4, low=True))),
+        ("x ** p", ("a02-pow-scalar",), lambda: gradcheck(lambda a: a ** 3, t(3, 4))),
+        ("exp, log", ("a02-exp", "a02-log"), lambda: gradcheck(lambda a: a.exp() + a.log(), t(3, 4, low=True))),
+        ("tanh, sigmoid", ("a02-tanh", "a02-sigmoid"), lambda: gradcheck(lambda a: a.tanh() * a.sigmoid(), t(3, 4))),
+        ("sum", ("a02-sum",), lambda: gradcheck(lambda a: a.sum(axis=1), t(3, 4))),
+        ("transpose, reshape", ("a02-transpose",), lambda: gradcheck(lambda a: a.transpose(1, 0) * 1.0, t(3, 4))),
+        ("indexing", ("a02-getitem",), lambda: gradcheck(lambda a: a[np.array([0, 0, 2]), 1:3], t(3, 4))),
+        ("matmul", ("a02-matmul",), lambda: gradcheck(lambda a, b: a @ b, t(3, 4), t(4, 2))),
+        ("log_softmax", ("a02-log-softmax", "a02-softmax"), lambda: gradcheck(lambda a: a.log_softmax(axis=1), t(3, 4))),
+        ("im2col / col2im", ("a03-im2col", "a03-col2im"), im2col_adjoint),
+        ("conv2d", ("a03-",), lambda: gradcheck(lambda a, w: conv2d(a, w, padding=1, stride=2), t(2, 3, 5, 5), t(4, 3, 3, 3))),
+        ("max_pool2d", ("a03-max-pool", "a03-max-pool-backward"), lambda: gradcheck(lambda a: max_pool2d(a, 2), t(2, 3, 4, 4))),
+        ("avg_pool2d", ("a03-avg-pool",), lambda: gradcheck(lambda a: avg_pool2d(a, 2), t(2, 3, 4, 4))),
+        ("linear", ("a05-linear",), lambda: gradcheck(F.linear, t(5, 4), t(3, 4), t(3))),
+        ("batch_norm", ("a05-batch-norm",), lambda: gradcheck(
+            lambda a: F.batch_norm(a, np.zeros(3), np.ones(3), training=True), t(4, 3, 2, 2))),
+        ("cross_entropy", ("a05-cross-entropy",), lambda: gradcheck(
+            lambda a: F.cross_entropy(a, labels, label_smoothing=0.1), t(4, 3))),
+        ("Adam", ("a05-adam",), adam),
+        ("Module.parameters", ("a05-",), lambda: len(list(nn.Linear(2, 3).parameters())) == 2 or (_ for _ in ()).throw(
+            AssertionError("nn.Linear(2, 3).parameters() should give its weight and bias"))),
+    ]
+
+
+def diagnose(quiet: bool = False) -> list[str]:
+    """Check every piece of the engine the CNN's training runs through; return (and print) one line
+    per piece that fails, naming the exercises it is made of."""
+    from . import EXERCISES
+    ids = sorted(eid for _name, (_module, eid) in EXERCISES.items())
+    problems = []
+    for what, exercises, check in _cases():
+        try:
+            check()
+        except Exception as error:  # noqa: BLE001 (whatever your code raises is the diagnosis)
+            # "a03-" stands for every exercise of a03 (conv2d runs through all of them)
+            named = [i for i in ids if any(i == e or (e.endswith("-") and i.startswith(e)) for e in exercises)]
+            where = ", ".join(named[:6]) + (" …" if len(named) > 6 else "")
+            message = str(error).strip().split("\n")[0][:200]
+            if isinstance(error, NotImplementedError):  # its message names the exercise to do
+                problems.append(f"{what}: {message}")
+            else:
+                problems.append(f"{what}: {type(error).__name__}: {message} [exercises: {where or ', '.join(exercises)}]")
+    if not quiet:
+        print("\n".join(problems) if problems else "diagnose: every piece passes its gradient check")
+    return problems

@@ -26,6 +26,7 @@ from .course import Course, CourseError, grade_id_exercise
 from .grade import Limits, Outcome, grade, scratch_dir
 from .mutants import Mutant, load_mutants
 from .release import add_release_files
+from . import spec as spec_module
 
 SOLUTION, UNANSWERED = "solution", "unanswered"
 TIMESTAMP = "2000-01-01 00:00:00.000000 UTC"
@@ -182,6 +183,17 @@ def check(course: Course, assignment: str, *, jobs: int = 2, cell_timeout: int |
                        **mutated}
         for student, notebooks in submissions.items():
             _write_submission(scratch, assignment, student, notebooks)
+        if any(s.whole_engine for s in spec_module.load(assignment)):
+            # Judged on the student's whole engine: every subject has finished the earlier
+            # assignments with the reference answers (their source notebooks), so only this
+            # assignment's answers differ between the subjects.
+            for earlier in course.assignments():
+                if earlier.split("_", 1)[0] >= assignment.split("_", 1)[0]:
+                    continue
+                shutil.copytree(course.source_dir(earlier), scratch.source_dir(earlier),
+                                ignore=shutil.ignore_patterns(*course.coursedir().ignore))
+                for student in submissions:
+                    _write_submission(scratch, earlier, student, _read_notebooks(course.source_dir(earlier)))
         by_student = {f"mutant-{m.id}": m for m in mutants}
         outcomes = grade(scratch, assignment, list(submissions), jobs=jobs,
                          limits=Limits(cell_timeout=cell_timeout), progress=progress)

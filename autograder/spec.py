@@ -41,6 +41,10 @@ class Spec:
     points: int = 2
     title: str = field(default="", compare=False)
     given_name: str = ""  # the notebook's name for an exercise without a reference in solutions/
+    # The capstone kind: judged on the student's whole engine (every exercise of every assignment
+    # is the student's, loaded from their earlier submissions), not with the reference around it.
+    whole_engine: bool = False
+    budget: float | None = None  # seconds for this exercise, when it needs more than the course's default
 
     @property
     def in_engine(self) -> bool:
@@ -90,7 +94,7 @@ _SPECS: dict[str, Spec] = {}
 
 
 def graded(exercise_id: str, source: str | None = None, regions: tuple[str, ...] | list[str] = (), points: int = 2,
-           title: str = "", name: str = "") -> Callable:
+           title: str = "", name: str = "", whole_engine: bool = False, budget: float | None = None) -> Callable:
     """Decorator for a registry module: `run(answer, rng)` is the hidden check of the exercise.
 
     ``source`` names the reference in solutions/ ("solutions.ops.elementwise:Mul"); an exercise
@@ -98,7 +102,7 @@ def graded(exercise_id: str, source: str | None = None, regions: tuple[str, ...]
     """
     if (source is None) == (not name):
         raise ValueError(f"exercise {exercise_id}: give either source= (a reference in solutions/) or name=")
-    spec = Spec(exercise_id, source, tuple(regions), points, title, name)
+    spec = Spec(exercise_id, source, tuple(regions), points, title, name, whole_engine, budget)
 
     def decorate(run: Callable) -> Callable:
         if exercise_id in _SPECS:

@@ -50,10 +50,20 @@ def notebook_with(exercise_id: str, notebooks: dict[str, dict] | None = None) ->
     raise LookupError(exercise_id)
 
 
+def earlier(exercise_id: str) -> list[tuple[str, list[dict]]]:
+    """The source notebooks of the assignments before the exercise's: a student who finished them
+    with the reference answers (what a whole-engine exercise is judged on)."""
+    prefix = exercise_id.split("-", 1)[0]
+    return [(a, [c for nb in source_notebooks(a).values() for c in nb["cells"]])
+            for a in ASSIGNMENTS if a.split("_", 1)[0] < prefix]
+
+
 def failure(exercise_id: str, notebook: dict | None = None, budget: float = 60) -> str:
     """The student-facing message for the exercise in `notebook` ('' if it passes)."""
     notebook = notebook or notebook_with(exercise_id)
-    result = judge(exercise_id, code_cells(notebook["cells"], exercise_id), sandbox=SANDBOX, budget=budget)
+    the_spec = spec_module.by_id(exercise_id)
+    result = judge(exercise_id, code_cells(notebook["cells"], exercise_id), sandbox=SANDBOX,
+                   budget=the_spec.budget or budget, earlier=earlier(exercise_id) if the_spec.whole_engine else None)
     assert not result.detail, f"the check of {exercise_id} itself failed:\n{result.detail}"
     return "" if result.passed else f"{exercise_id}: {result.message}"
 
@@ -190,3 +200,29 @@ def test_the_checks_are_deterministic():
     assignment, mutant = next((a, m) for a, m in MUTANTS if m.id == "div-wrong-power")
     nb = mutated(assignment, mutant)
     assert failure(mutant.exercise, nb) == failure(mutant.exercise, nb)
+
+
+# --------------------------------------------------------------------------------------------
+# The capstone: judged on the student's whole engine, made of their earlier notebooks
+# --------------------------------------------------------------------------------------------
+def test_the_capstone_names_a_broken_earlier_op():
+    """A student whose a02 Mul gradient is wrong (and everything else right) trains a CNN that
+    falls short, or a step that is wrong; either way the message names a02-mul."""
+    if "a06_training" not in ASSIGNMENTS:
+        pytest.skip("no capstone")
+    mutant = next(m for m in load_mutants("a02_broadcasting") if m.id == "mul-swapped")
+    broken = mutated("a02_broadcasting", mutant)
+    notebook = notebook_with("a06-train-step")
+    the_earlier = [(a, broken["cells"] if a == "a02_broadcasting" else cells) for a, cells in earlier("a06-train-step")]
+    result = judge("a06-train-step", code_cells(notebook["cells"], "a06-train-step"), sandbox=SANDBOX,
+                   budget=spec_module.by_id("a06-train-step").budget, earlier=the_earlier)
+    assert not result.passed and not result.detail, result
+    assert "a02-mul" in result.message and "gradient check" in result.message, result.message
+
+
+def test_the_capstone_without_earlier_notebooks_says_what_is_missing():
+    notebook = notebook_with("a06-train-step")
+    result = judge("a06-train-step", code_cells(notebook["cells"], "a06-train-step"), sandbox=SANDBOX,
+                   budget=60, earlier=[])
+    assert not result.passed and not result.detail, result
+    assert "exercise a0" in result.message and "not done" not in result.message.split("exercise")[0], result.message

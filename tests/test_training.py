@@ -1,7 +1,7 @@
 """End to end: the training example's models learn the digits with the course's own engine.
 
 The CNN test runs the example's exact settings (`fit("cnn")`) and takes about as long as
-`python -m solutions.examples.train_digits --model cnn` does: the claim it checks (>= 98 % test
+`python -m solutions.training --model cnn` does: the claim it checks (>= 98 % test
 accuracy) is the one the book quotes.
 """
 from __future__ import annotations
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from solutions import Tensor, optim
-from solutions.examples import train_digits as td
+from solutions import training as td
 
 
 def test_the_mlp_learns_in_a_few_epochs():

@@ -68,6 +68,42 @@ def autograded(restored, verdicts: dict[str, Verdict]):
     return restored
 
 
+def spec_by_id(exercise: str):
+    from autograder import spec
+    try:
+        return spec.by_id(exercise)
+    except LookupError:  # not in the registry: judge() says so in the verdict
+        return spec.Spec(exercise, None, given_name=exercise)
+
+
+def earlier_notebooks(source: Path, submitted: Path) -> list[tuple[str, list[dict]]]:
+    """The student's notebooks of the assignments before ``source``'s, each restored against its
+    own source notebook, as [(assignment, cells)]: what the capstone's whole engine is made of.
+
+    Layout (nbgrader's): ``source`` is ``<course>/source/<assignment>`` and ``submitted`` is
+    ``<course>/submitted/<student>/<assignment>``. An assignment the student never handed in is
+    left out: its exercises stay stubs, and the check's message names them."""
+    prefix = source.name.split("_", 1)[0]
+    out = []
+    for folder in sorted(source.parent.glob("a[0-9][0-9]_*")):
+        if not folder.is_dir() or folder.name.split("_", 1)[0] >= prefix:
+            continue
+        template_path = folder / f"{folder.name}.ipynb"
+        path = submitted.parent / folder.name / template_path.name
+        if not (template_path.is_file() and path.is_file()):
+            continue
+        try:
+            student = nbformat.read(path, as_version=4)
+        except Exception:  # noqa: BLE001 (unreadable: as if not handed in)
+            continue
+        restored, _ = restore(nbformat.read(template_path, as_version=4), student)
+        cells = [{"cell_type": c.cell_type, "id": str(c.get("id", "")), "source": c.source,
+                  "metadata": {"nbgrader": dict((c.get("metadata") or {}).get("nbgrader") or {})}}
+                 for c in restored.cells if c.cell_type == "code"]
+        out.append((folder.name, cells))
+    return out
+
+
 def grade_submission(source: Path, submitted: Path, out: Path, *, sandbox: Sandbox, budget: float,
                      on_exercise=lambda verdict: None) -> dict:
     """Judge every notebook of ``source`` (the assignment's source folder) found in ``submitted``;
@@ -95,8 +131,10 @@ def grade_submission(source: Path, submitted: Path, out: Path, *, sandbox: Sandb
             if template_path.stem in result["unreadable"]:
                 verdicts[exercise] = Verdict(exercise, False, result["unreadable"][template_path.stem])
             else:
+                the_spec = spec_by_id(exercise)
+                earlier = earlier_notebooks(source, submitted) if the_spec.whole_engine else None
                 verdicts[exercise] = judge(exercise, code_cells(restored.cells, exercise), sandbox=sandbox,
-                                           budget=budget, hung=hung)
+                                           budget=the_spec.budget or budget, hung=hung, earlier=earlier)
             on_exercise(verdicts[exercise])
         result["notebooks"][template_path.stem] = {e: asdict(v) for e, v in verdicts.items()}
         target = out / template_path.name

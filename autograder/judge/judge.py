@@ -126,6 +126,9 @@ def _engine(exercise_id: str) -> tuple[dict, dict[str, str]]:
     """The sandbox's kit for one exercise (only it stubbed) and every exercise name -> its kit module."""
     from autograder import kit, spec
     judged = spec.by_id(exercise_id)
+    if judged.whole_engine:  # every exercise stubbed: the student's answers fill the engine
+        specs = spec.load_all()
+        return compiled(kit.kit_modules(specs, specs)), {s.name: kit._rename(s.module, top_level=False) for s in specs}
     if not judged.in_engine:  # its reference is not in the engine: the kit has nothing to leave out
         specs = spec.load_all()
         return compiled(kit.kit_modules([], specs)), {s.name: kit._rename(s.module, top_level=False) for s in specs}
@@ -156,8 +159,11 @@ class HungCells:
 
 
 def judge(exercise_id: str, cells: list[tuple[str, str]], *, sandbox: Sandbox, budget: float = 60.0,
-          hung: HungCells | None = None) -> Verdict:
-    """Run the hidden check of ``exercise_id`` on the answer the cells define."""
+          hung: HungCells | None = None, earlier: list[tuple[str, list[dict]]] | None = None) -> Verdict:
+    """Run the hidden check of ``exercise_id`` on the answer the cells define.
+
+    ``earlier``: for an exercise judged on the student's whole engine (``Spec.whole_engine``), the
+    cells of the student's notebooks of the earlier assignments, [(assignment, cells)]."""
     from autograder import spec as specs
     from autograder.judge.registry import GradingFailure, find, seed
 
@@ -174,14 +180,19 @@ def judge(exercise_id: str, cells: list[tuple[str, str]], *, sandbox: Sandbox, b
         return verdict(False, hung.known(cells))
     try:
         with Session(sandbox, budget=budget) as session, _judging(session):
-            ready = session.setup(modules, homes, cells, the_spec.name, others)
+            ready = session.setup(modules, homes, cells, the_spec.name, others,
+                                  (earlier or []) if the_spec.whole_engine else None)
             if not ready.defined:
                 return verdict(False, _undefined(the_spec.name, exercise_id, ready.cells))
             try:
                 check.run(ready.answer, np.random.default_rng(seed(exercise_id)))
             except GradingFailure as failure:
                 return verdict(False, str(failure))
-            except NotImplementedError:
+            except NotImplementedError as error:
+                stub = first_line(error)
+                if the_spec.whole_engine and stub.startswith("exercise ") and not stub.startswith(f"exercise {exercise_id}:"):
+                    # a piece of an earlier assignment the student has not done (or not handed in)
+                    return verdict(False, f"your engine is missing a piece: {stub}")
                 return verdict(False, "not implemented yet (the function still raises NotImplementedError)")
             except StudentError as error:
                 return verdict(False, f"your code raised {error.remote_type}: {first_line(error)}{error.where}")

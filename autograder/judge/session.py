@@ -187,13 +187,18 @@ class Session:
 
     # -- lifecycle -------------------------------------------------------------------------------
     def setup(self, modules: dict, exercises: dict[str, str], cells: list[tuple[str, str]], judged: str,
-              others: list[str]) -> Ready:
+              others: list[str], earlier: list[tuple[str, list[dict]]] | None = None) -> Ready:
         """Start the answer: ``modules`` {name: [is_package, marshalled code, filename]} (see
-        :func:`autograder.judge.judge.compiled`), then the cells, then the judged name plugged in."""
+        :func:`autograder.judge.judge.compiled`), then the cells, then the judged name plugged in.
+
+        ``earlier`` (the capstone kind): [(assignment, its notebook's cells)] whose answers the kit
+        loads first, as a student's kit does; the engine is then wholly the student's."""
         blobs: list[bytes] = []
-        setup = wire.encode({"modules": modules, "exercises": exercises, "cells": [list(c) for c in cells],
-                             "judged": judged, "others": list(others), "limits": dict(vars(self.sandbox.limits))},
-                            blobs)
+        message = {"modules": modules, "exercises": exercises, "cells": [list(c) for c in cells],
+                   "judged": judged, "others": list(others), "limits": dict(vars(self.sandbox.limits))}
+        if earlier is not None:
+            message["earlier"] = [[assignment, cells] for assignment, cells in earlier]
+        setup = wire.encode(message, blobs)
         self._send({"setup": setup}, blobs)
         while True:
             try:
