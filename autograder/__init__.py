@@ -35,7 +35,7 @@ Files::
     autograder/mutants/aNN_name.py                 ``MUTANTS = [Mutant(...)]`` (see autograder.mutants)
 
 An exercise is one function or class the student writes. Its id is ``aNN-<name>``: lowercase,
-words joined by ``-``, starting with the assignment's ``aNN`` (e.g. ``a02-mul-backward``). Its
+words joined by ``-``, starting with the assignment's ``aNN`` (e.g. ``a02-mul``). Its
 cells, by nbgrader cell type and ``grade_id``:
 
 =============================  =====================  ============================================

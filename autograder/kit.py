@@ -187,7 +187,8 @@ from .answers import diagnose, load_answers, status  # noqa: E402
 
 
 def kit_files(stubbed: list[spec_module.Spec] | None = None,
-              specs: list[spec_module.Spec] | None = None, autoload: bool = True) -> dict[Path, str]:
+              specs: list[spec_module.Spec] | None = None, autoload: bool = True,
+              private: bool = False) -> dict[Path, str]:
     """The kit as {path relative to the kit's parent folder: text}.
 
     ``stubbed``: the exercises whose bodies are replaced by stubs (default: every exercise, the
@@ -202,7 +203,7 @@ def kit_files(stubbed: list[spec_module.Spec] | None = None,
         if "__pycache__" in rel.parts:
             continue
         top_level = str(rel) in TOP_LEVEL
-        if not top_level and (rel.parts[0] in ENGINE_EXCLUDE):
+        if not top_level and (rel.parts[0] in ENGINE_EXCLUDE) and not (private and rel.parts[0] != "examples"):
             continue
         text = stubbed_source(path, bodies[path.resolve()]) if path.resolve() in bodies else path.read_text()
         text = redacted_source(path, text)
@@ -219,6 +220,19 @@ def build_kit(dest_dir: str | Path, specs: list[spec_module.Spec] | None = None)
     if kit.exists():
         shutil.rmtree(kit)
     for rel, text in kit_files(specs=specs).items():
+        (Path(dest_dir) / rel).parent.mkdir(parents=True, exist_ok=True)
+        (Path(dest_dir) / rel).write_text(text)
+    return kit
+
+
+def build_reference_kit(dest_dir: str | Path) -> Path:
+    """`dest_dir/coursekit/`: the kit's API with the whole reference behind it (no stub, the private
+    fast kernels included). Never released: the book is built on it, so that the chapters import
+    what students import (`coursekit.engine`, `coursekit.testing`) and run the reference."""
+    kit = Path(dest_dir) / PACKAGE
+    if kit.exists():
+        shutil.rmtree(kit)
+    for rel, text in kit_files(stubbed=[], autoload=False, private=True).items():
         (Path(dest_dir) / rel).parent.mkdir(parents=True, exist_ok=True)
         (Path(dest_dir) / rel).write_text(text)
     return kit
@@ -277,7 +291,12 @@ def leaks(kit_dir: str | Path, specs: list[spec_module.Spec] | None = None) -> l
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m autograder.kit", description=__doc__.split("\n")[0])
     parser.add_argument("dest", help="folder that receives coursekit/ (e.g. release/a02_broadcasting)")
+    parser.add_argument("--reference", action="store_true",
+                        help="the reference behind the kit's API, for the book build (never release it)")
     args = parser.parse_args(argv)
+    if args.reference:
+        print(f"wrote {build_reference_kit(args.dest)} (the reference: never release it)")
+        return 0
     kit = build_kit(args.dest)
     problems = leaks(kit)
     for p in problems:

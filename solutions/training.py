@@ -181,7 +181,11 @@ def train(
     "train_accuracy" (measured on the fly, in train mode), "test_loss", "test_accuracy", and
     "seconds" (cumulative wall time, evaluation included).
     """
-    from tqdm import tqdm  # the text bar: tqdm.auto would need ipywidgets inside notebooks
+    try:
+        from tqdm import tqdm  # the text bar: tqdm.auto would need ipywidgets inside notebooks
+    except ImportError:  # a student's environment may not have it: no bar then
+        progress = False
+        tqdm = _NoBar
 
     history: dict[str, list[float]] = {k: [] for k in ("train_loss", "train_accuracy", "test_loss", "test_accuracy", "seconds")}
     base_lrs = [g["lr"] for g in optimizer.param_groups]
@@ -214,6 +218,22 @@ def train(
         bar.set_postfix(loss=f"{loss_sum / seen:.3f}", test_acc=f"{test['accuracy']:.3f}")
     bar.close()
     return history
+
+
+class _NoBar:
+    """What `train` uses for a progress bar when tqdm is not installed: nothing."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        pass
+
+    def update(self, *args: Any) -> None:
+        pass
+
+    def set_postfix(self, **kwargs: Any) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
 
 
 @contextmanager

@@ -12,6 +12,7 @@ seconds unless a chapter's code changed. Screenshots go to _build/screenshots/.
 from __future__ import annotations
 
 import functools
+import json
 import re
 import shutil
 import subprocess
@@ -191,6 +192,19 @@ def test_every_toc_page_is_built(html):
     missing = [name for name in PAGES if not (html / f"{name}.html").is_file()]
     assert not missing, f"pages listed in _toc.yml but not built: {missing}"
     assert f'url={PAGES[0]}.html' in (html / "index.html").read_text(), "index.html must lead to the preface"
+
+
+def test_every_chapter_offers_its_notebook(html):
+    chapters = [name for name in PAGES if Path(name).name[:2].isdigit()]
+    assert chapters
+    for name in chapters:
+        page = (html / f"{name}.html").read_text()
+        link = re.search(r'href="([^"]*_downloads/chapters/[^"]+\.ipynb)"', page)
+        assert link, f"{name}: no 'download it as a notebook' link"
+        notebook = (html / name).parent / link.group(1)
+        nb = json.loads(notebook.resolve().read_text())
+        code = "".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
+        assert "coursekit" in code and "solutions" not in code, f"{name}: the notebook must run on the kit"
 
 
 def test_no_solutions_or_hidden_tests_in_the_book(html):

@@ -8,7 +8,7 @@ One module per assignment, named after the assignment's folder, ``autograder/mut
     MUTANTS = [
         Mutant(
             id="forgot-unbroadcast",                 # unique in the file; letters, digits, . _ -
-            exercise="a02-mul-backward",             # grade_id of the exercise's solution cell
+            exercise="a02-mul",             # grade_id of the exercise's solution cell
             find="unbroadcast(grad * y, x.shape)",   # text inside that cell's solution region ...
             replace="grad * y",                      # ... and what the buggy student wrote instead
             why="the gradient keeps the broadcast shape instead of the input's shape",

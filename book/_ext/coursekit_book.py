@@ -1,0 +1,154 @@
+"""The book's own Sphinx extension: the chapters run on the students' API, and each is downloadable.
+
+1. **The reference behind the kit's API.** Chapters import what students import
+   (`coursekit.engine`, `coursekit.testing`, `coursekit.data`), never the private `solutions`
+   package. At the start of a build this writes the *reference kit* (`autograder.kit
+   .build_reference_kit`: the kit's modules with the whole reference behind them, never released)
+   into `_build/reference-kit/` and puts it on the `PYTHONPATH` of the kernels that execute the
+   chapters. On a student's machine the same imports reach the kit beside their notebook: their
+   own engine.
+2. **Each chapter as a notebook.** Every chapter page gets a "download this chapter as a notebook"
+   link at its top; the notebook (:func:`chapter_notebook`) is the chapter's cells, with the book's
+   figure helpers (`_code/bookfig.py`) inlined so that it runs anywhere a `coursekit/` folder is
+   importable, e.g. in any assignment's folder.
+"""
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import nbformat
+from docutils import nodes
+
+BOOK = Path(__file__).resolve().parents[1]
+ROOT = BOOK.parent
+KIT = ROOT / "_build" / "reference-kit"
+DOWNLOADS = "_downloads/chapters"
+PLUMBING = 'sys.path.insert(0, os.path.abspath("_code"))'
+
+
+def chapter_notebook(md_path: Path) -> nbformat.NotebookNode:
+    """The chapter `md_path` (a MyST markdown notebook) as a standalone .ipynb for students."""
+    from myst_nb.core.read import read_myst_markdown_notebook
+
+    nb = read_myst_markdown_notebook(md_path.read_text(encoding="utf-8"), path=str(md_path))
+    bookfig = (BOOK / "_code" / "bookfig.py").read_text(encoding="utf-8")
+    for cell in nb.cells:
+        if cell.cell_type == "code" and PLUMBING in cell.source:
+            # The book imports its figure helpers from book/_code; the notebook carries them.
+            cell.source = cell.source.replace(
+                PLUMBING + "\nimport bookfig",
+                "import types\n\nbookfig = types.ModuleType(\"bookfig\")  # the book's figure helpers, inlined\n"
+                f"exec({bookfig!r}, vars(bookfig))\nsys.modules[\"bookfig\"] = bookfig")
+    directive = re.compile(r"```\{assignment-exercises\}\s+(\w+)\s*```")
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            cell.source = directive.sub(lambda m: "\n".join(exercise_lines(m.group(1))), cell.source)
+    title = next((line[2:] for line in md_path.read_text(encoding="utf-8").splitlines() if line.startswith("# ")),
+                 md_path.stem)
+    nb.cells.insert(0, nbformat.v4.new_code_cell(
+        "import coursekit\n\n"
+        "coursekit.load_answers(\"..\")  # your answers, from every assignment notebook beside this folder"))
+    nb.cells.insert(0, nbformat.v4.new_markdown_cell(
+        f"*{title}*, a chapter of the course book, as a notebook. Run it in one of your assignment "
+        "folders (next to its `coursekit/`): its code then runs on **your** engine, with the answers "
+        "you wrote in your notebooks. Where it reaches an exercise you have not done yet, the error "
+        "names that exercise."))
+    nb.metadata["kernelspec"] = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
+    for cell in nb.cells:  # a clean notebook: no outputs, ids of its own
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
+    return nb
+
+
+def exercise_lines(assignment: str) -> list[str]:
+    """One markdown line per graded exercise of an assignment, in the notebook's order: what the
+    chapter's "Assignment" section lists (generated, so it always says what the notebook has)."""
+    from autograder import spec as specs
+    from autograder.course import grade_id_exercise
+
+    notebook = ROOT / "assignments" / "source" / assignment / f"{assignment}.ipynb"
+    nb = nbformat.read(notebook, as_version=4)
+    by_id = {s.id: s for s in specs.load(assignment)}
+    lines, seen = [], set()
+    for cell in nb.cells:
+        meta = (cell.get("metadata") or {}).get("nbgrader") or {}
+        grade_id = meta.get("grade_id", "")
+        if not meta.get("grade") or not grade_id or grade_id.endswith("-visible"):
+            continue
+        points = meta.get("points", 0)
+        if grade_id.endswith("-written"):
+            question = grade_id_exercise(grade_id)
+            lines.append(f"- a written answer, `{question}` ({points:g} points, graded by hand)")
+            continue
+        exercise = grade_id_exercise(grade_id)
+        if exercise in seen:
+            continue
+        seen.add(exercise)
+        spec = by_id.get(exercise)
+        title = spec.title if spec is not None and spec.title else exercise
+        lines.append(f"- `{title}` ({points:g} points, `{exercise}`)")
+    return lines
+
+
+def _directive():
+    from docutils.statemachine import StringList
+    from sphinx.util.docutils import SphinxDirective
+
+    class Directive(SphinxDirective):
+        required_arguments = 1
+
+        def run(self):
+            assignment = self.arguments[0]
+            notebook = ROOT / "assignments" / "source" / assignment / f"{assignment}.ipynb"
+            self.env.note_dependency(str(notebook))
+            container = nodes.container(classes=["assignment-exercises"])
+            self.state.nested_parse(StringList(exercise_lines(assignment)), self.content_offset, container)
+            return [container]
+
+    return Directive
+
+
+def _reference_kit(app, config) -> None:
+    from autograder.kit import build_reference_kit
+
+    build_reference_kit(KIT)
+    paths = [str(KIT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
+
+
+def _chapters(app) -> list[str]:
+    return [doc for doc in app.env.found_docs if doc.startswith("book/") and doc[5:7].isdigit()]
+
+
+def _link(app, doctree, docname) -> None:
+    if docname not in _chapters(app):
+        return
+    target = f"{'../' * docname.count('/')}{DOWNLOADS}/{Path(docname).name}.ipynb"
+    para = nodes.paragraph(classes=["chapter-notebook"])
+    para += nodes.Text("Run this chapter yourself: ")
+    para += nodes.reference("", "download it as a notebook", refuri=target, classes=["download"])
+    para += nodes.Text(" and open it in one of your assignment folders (it runs on your own engine).")
+    section = next(iter(doctree.findall(nodes.section)), None)
+    if section is not None:
+        title = next(iter(section.findall(nodes.title)), None)
+        section.insert(section.index(title) + 1 if title is not None else 0, para)
+
+
+def _write_notebooks(app, exception) -> None:
+    if exception is not None or app.builder.format != "html":
+        return
+    out = Path(app.outdir) / DOWNLOADS
+    out.mkdir(parents=True, exist_ok=True)
+    for doc in _chapters(app):
+        nbformat.write(chapter_notebook(ROOT / f"{doc}.md"), out / f"{Path(doc).name}.ipynb")
+
+
+def setup(app):
+    # ```{assignment-exercises} a02_broadcasting```: the assignment's exercises, read from its notebook
+    app.add_directive("assignment-exercises", _directive())
+    app.connect("config-inited", _reference_kit)
+    app.connect("doctree-resolved", _link)
+    app.connect("build-finished", _write_notebooks)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}
