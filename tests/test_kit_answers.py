@@ -119,3 +119,28 @@ def test_explicit_load_from_elsewhere(home, tmp_path):
     """)
     assert result.returncode == 0, result.stderr
     assert "['a01-add', 'a01-backward']" in result.stdout
+
+
+def test_diagnose_names_a_broken_earlier_op(tmp_path):
+    """A student whose a02 Mul gradient multiplies by the wrong input: the capstone's kit says so."""
+    from autograder.mutants import load_mutants
+    from autograder.selfcheck import apply_mutant
+
+    for assignment in sorted(p.name for p in SOURCE.iterdir() if p.name < "a06"):
+        (tmp_path / assignment).mkdir()
+        shutil.copy(SOURCE / assignment / f"{assignment}.ipynb", tmp_path / assignment)
+    mutant = next(m for m in load_mutants("a02_broadcasting") if m.id == "mul-swapped")
+    notebooks = {"a02_broadcasting": json.loads((SOURCE / "a02_broadcasting" / "a02_broadcasting.ipynb").read_text())}
+    _, broken = apply_mutant(notebooks, mutant, "a02_broadcasting")
+    (tmp_path / "a02_broadcasting" / "a02_broadcasting.ipynb").write_text(json.dumps(broken))
+    (tmp_path / "a06_training").mkdir()
+    build_kit(tmp_path / "a06_training")
+    result = run_in(tmp_path / "a06_training", """
+        import coursekit
+        for line in coursekit.diagnose(quiet=True):
+            print(line)
+    """)
+    assert result.returncode == 0, result.stderr
+    problems = result.stdout.splitlines()[1:]          # after the loader's summary line
+    assert any(line.startswith("x * y") and "a02-mul" in line for line in problems), result.stdout
+    assert not [line for line in problems if "a03-" in line or "NotImplementedError" in line], result.stdout
