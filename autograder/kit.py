@@ -30,19 +30,14 @@ from autograder.regions import Body, locate
 
 SOLUTIONS = spec_module.REPO_ROOT / "solutions"
 PACKAGE = "coursekit"
-# Not part of the students' engine: examples are demos of the reference; testing and data are
-# top-level modules of the kit.
-ENGINE_EXCLUDE = ("examples", "testing.py", "data.py")
+# Not part of the students' engine: examples are demos of the reference; the fast kernels are the
+# reference engine's private twins of the teaching kernels (solutions/ops/kernels.py picks the
+# teaching ones when they are absent); testing and data are top-level modules of the kit. An
+# entry names a top-level folder or file of solutions/, or a path relative to it.
+ENGINE_EXCLUDE = ("examples", "ops/_fast.py", "testing.py", "data.py")
 TOP_LEVEL = ("testing.py", "data.py")
 # The kit's loader of the student's earlier answers (coursekit/answers.py).
 ANSWERS = Path(__file__).with_name("kit_answers.py")
-# Reference helpers that are no exercise but whose body would show one's answer: the kit gets an
-# equivalent body that reveals nothing new (here, the slower col2im path of the same gradient
-# instead of a04's rotate-and-swap-channels formula).
-REDACTED = {
-    "solutions.ops.conv:_input_grad_by_correlation":
-        "return _input_grad_by_col2im(grad, w, x_shape, (1, 1), padding, dilation, groups)",
-}
 
 
 def _header_of(path: Path) -> str:
@@ -84,19 +79,6 @@ def stubbed_source(path: Path, bodies: list[tuple[spec_module.Spec, Body]]) -> s
     for s, body in sorted(bodies, key=lambda sb: sb[1].start, reverse=True):
         lines[body.start - 1:body.end] = [body.indent + stub_line(s)]
     return "\n".join(lines)
-
-
-def redacted_source(path: Path, text: str) -> str:
-    """`text` (the source of `path`) with every REDACTED body replaced."""
-    module = "solutions." + ".".join(path.relative_to(SOLUTIONS).with_suffix("").parts)
-    for source, replacement in REDACTED.items():
-        mod, qualname = source.split(":")
-        if mod == module:
-            body = locate(text, qualname)
-            lines = text.split("\n")
-            lines[body.start - 1:body.end] = [body.indent + replacement]
-            text = "\n".join(lines)
-    return text
 
 
 def _rename(text: str, top_level: bool) -> str:
@@ -203,10 +185,10 @@ def kit_files(stubbed: list[spec_module.Spec] | None = None,
         if "__pycache__" in rel.parts:
             continue
         top_level = str(rel) in TOP_LEVEL
-        if not top_level and (rel.parts[0] in ENGINE_EXCLUDE) and not (private and rel.parts[0] != "examples"):
+        excluded = rel.parts[0] in ENGINE_EXCLUDE or rel.as_posix() in ENGINE_EXCLUDE
+        if not top_level and excluded and not (private and rel.parts[0] != "examples"):
             continue
         text = stubbed_source(path, bodies[path.resolve()]) if path.resolve() in bodies else path.read_text()
-        text = redacted_source(path, text)
         target = Path(PACKAGE) / rel if top_level else Path(PACKAGE) / "engine" / rel
         files[target] = _header(rel.as_posix()) + _rename(text, top_level)
     files[Path(PACKAGE) / "__init__.py"] = _init_source(specs, autoload)

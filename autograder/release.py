@@ -54,13 +54,6 @@ KIT_SHARED_LINES = {
     "for node in reversed(order):": "the Tensor engine's backward is given code; a01 asks for the scalar one",
     "return uniform_(tensor, -bound, bound, rng)": "xavier_uniform_ (given) ends like kaiming_uniform_; the "
                                                    "exercise is the bound",
-    "gm = _grad_matrix(grad).reshape(G, Kg, N * P)  # (G, K/G, N*OH*OW)": "the given input gradient groups dZ "
-                                                                          "as the weight gradient does",
-    "shape = (N, C, H + 2 * pad[0], W + 2 * pad[1])": "avg_pool2d's scatter (given) pads like max_pool2d's",
-    "overlap = _overlapping(kernel, stride)": "avg_pool2d's scatter (given) tests overlap like max_pool2d's",
-    "parallel(scatter, N, dxp.nbytes)": "avg_pool2d's scatter (given) runs in parallel like max_pool2d's",
-    "return dxp[:, :, pad[0] : pad[0] + H, pad[1] : pad[1] + W]": "avg_pool2d's scatter (given) crops the "
-                                                                 "padding like max_pool2d's",
 }
 _NOT_CODE = ("#", "import ", "from ", "@", "def ", "class ", "async def ", '"', "'")
 

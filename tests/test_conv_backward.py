@@ -1,15 +1,14 @@
 """conv2d / conv1d: forward against the definition, gradients against finite differences, the
-fast backward against the derived one (dilate, pad, rotate180), the classic traps, second
-derivatives, and the errors.
+engine's backward against the derived one (dilate, pad, rotate180), the classic traps, second
+derivatives, and the errors. Every test runs on the reference engine's fast kernels and on the
+teaching kernels (the students' engine); the fast kernels' own machinery (threads, recycled
+buffers, the input gradient's paths) is tested in `tests/test_kernels.py`.
 
 Modules: `solutions/ops/conv.py`, `solutions/ops/conv_backward.py`. Book: chapters 3 and 4.
 """
 from __future__ import annotations
 
-import importlib
-import multiprocessing
-import os
-from unittest import mock
+from contextlib import nullcontext
 
 import numpy as np
 import pytest
@@ -18,11 +17,15 @@ from hypothesis import strategies as st
 
 import solutions as S
 from solutions import Tensor
-from solutions.ops import conv as conv_module
+from solutions.ops import kernels
 from solutions.ops.conv_backward import conv2d_backward_derived, dilate, erode, pad2d, rotate180, unpad2d
 from solutions.testing import assert_close, gradcheck, gradgradcheck
 
-array_layer = importlib.import_module("solutions.ops.im2col")  # the module (the package exports a function of that name)
+
+@pytest.fixture(scope="module", params=["fast", "teaching"], autouse=True)
+def kernel_set(request):
+    with nullcontext() if request.param == "fast" else kernels.teaching_kernels():
+        yield request.param
 
 
 # --------------------------------------------------------------------------------------------
@@ -121,7 +124,7 @@ def test_conv2d_gradcheck(config, seed):
 
 @settings(deadline=None)
 @given(conv_configs(), SEEDS)
-def test_derived_backward_equals_fast_backward(config, seed):
+def test_derived_backward_equals_the_engines_backward(config, seed):
     x, w, b = make(config, seed)
     xt, wt = Tensor(x, requires_grad=True), Tensor(w, requires_grad=True)
     bt = None if b is None else Tensor(b, requires_grad=True)
@@ -178,8 +181,8 @@ def check_everything(x_shape, w_shape, bias=True, **params):
     g = np.random.default_rng(8).standard_normal(z.shape)
     z.backward(g)
     dx, dw, _ = conv2d_backward_derived(x, w, g, **params)
-    assert_close(xt.grad, dx, msg="fast dx vs derived dx")
-    assert_close(wt.grad, dw, msg="fast dw vs derived dw")
+    assert_close(xt.grad, dx, msg="engine dx vs derived dx")
+    assert_close(wt.grad, dw, msg="engine dw vs derived dw")
     return xt.grad.data
 
 
@@ -422,104 +425,6 @@ def test_backward_twice_with_retain_graph():
     first = w.grad.data.copy()
     z.backward()
     assert_close(w.grad, 2 * first)
-
-
-# --------------------------------------------------------------------------------------------
-# The engine's own machinery: two input-gradient paths, threads, recycled buffers
-# --------------------------------------------------------------------------------------------
-@settings(deadline=None)
-@given(conv_configs(max_channels_per_group=3), SEEDS)
-def test_both_input_gradient_paths_agree(config, seed):
-    """dx three ways: col2im over images, col2im with the batch innermost (narrow outputs), and
-    for stride 1 the derived correlation. The engine picks one by shape; all must agree."""
-    params = config["params"]
-    x, w, _ = make(config, seed)
-    z = S.conv2d(x, w, **params)
-    g = np.random.default_rng(seed).standard_normal(z.shape)
-    stride, pads, dilation, groups = conv_module._conv_params("conv2d", x.shape, w.shape, None, **params)
-    args = (g, w, x.shape, stride, pads, dilation, groups)
-    expected = conv2d_backward_derived(x, w, g, **params)[0]
-    assert_close(conv_module._input_grad_by_col2im_batch_last(*args), expected)
-    # 64-byte chunks: one image (or output row) per piece, so the chunk loops run
-    with mock.patch.object(conv_module, "CHUNK_BYTES", 64):
-        assert_close(conv_module._input_grad_by_col2im_batch_last(*args), expected)
-        with mock.patch.object(conv_module, "NARROW", 0):  # never batch-innermost
-            assert_close(conv_module._input_grad_by_col2im(*args), expected)
-    if stride == (1, 1):
-        assert_close(conv_module._input_grad_by_correlation(g, w, x.shape, pads, dilation, groups), expected)
-
-
-@pytest.fixture
-def many_threads(monkeypatch):
-    """Split every copy over 3 threads, however small."""
-    monkeypatch.setattr(array_layer, "THREADS", 3)
-    monkeypatch.setattr(array_layer, "PARALLEL_MIN_BYTES", 0)
-
-
-def _conv_run(x, w, **params):
-    xt, wt = Tensor(x, requires_grad=True), Tensor(w, requires_grad=True)
-    z = S.conv2d(xt, wt, **params)
-    z.backward(np.cos(np.arange(z.size)).reshape(z.shape))
-    return z.data.copy(), xt.grad.data.copy(), wt.grad.data.copy()
-
-
-@pytest.mark.parametrize("width", [8, 20])  # narrow outputs take the batch-innermost col2im
-@pytest.mark.parametrize("params", [dict(stride=2, padding=1), dict(padding=1), dict(dilation=2, groups=2)])
-def test_threaded_copies_give_the_same_results(params, width, many_threads):
-    rng = np.random.default_rng(14)
-    x, w = rng.standard_normal((5, 4, 9, width)), rng.standard_normal((4, 2 if params.get("groups") else 4, 3, 3))
-    threaded = _conv_run(x, w, **params)
-    array_layer.THREADS = 1
-    for a, b in zip(threaded, _conv_run(x, w, **params)):
-        np.testing.assert_array_equal(a, b)
-
-
-def _conv_sum_in_child(queue, x, w):
-    queue.put(float(S.conv2d(x, w, padding=1).data.sum()))
-
-
-@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
-def test_threaded_copies_work_in_a_forked_child(many_threads):
-    """A forked child inherits the thread pool object but not its threads: it must not hang."""
-    x, w = np.ones((4, 2, 6, 6)), np.ones((3, 2, 3, 3))
-    expected = float(S.conv2d(x, w, padding=1).data.sum())  # the parent's pool now exists
-    ctx = multiprocessing.get_context("fork")
-    queue = ctx.Queue()
-    child = ctx.Process(target=_conv_sum_in_child, args=(queue, x, w))
-    child.start()
-    try:
-        assert queue.get(timeout=30) == expected
-    finally:
-        child.join(timeout=30)
-
-
-def test_recycled_buffers_never_change_earlier_results(monkeypatch):
-    monkeypatch.setattr(array_layer, "RECYCLE_MIN_BYTES", 0)  # recycle even tiny arrays
-    rng = np.random.default_rng(15)
-    x1, x2, w = rng.standard_normal((2, 3, 7, 7)), rng.standard_normal((2, 3, 7, 7)), rng.standard_normal((4, 3, 3, 3))
-    first = _conv_run(x1, w, padding=1)
-    xt, wt = Tensor(x1, requires_grad=True), Tensor(w, requires_grad=True)
-    z = S.conv2d(xt, wt, padding=1)
-    z.backward(np.cos(np.arange(z.size)).reshape(z.shape))
-    kept = (z.data, xt.grad.data, wt.grad.data)
-    for _ in range(3):  # the same shapes again: every recycled buffer is reused
-        _conv_run(x2, w, padding=1)
-        with S.no_grad():
-            S.conv2d(x2, w, padding=1)
-    for a, b in zip(kept, first):
-        np.testing.assert_array_equal(a, b)
-    # create_graph: the gradient's own graph keeps what it saved; later calls must not touch it
-    def second_derivative(interleave):
-        xt, wt = Tensor(x1, requires_grad=True), Tensor(w, requires_grad=True)
-        (gw,) = S.grad(S.conv2d(xt, wt, padding=1).sum(), [wt], create_graph=True)
-        before = gw.data.copy()
-        if interleave:
-            _conv_run(x2, w, padding=1)
-        (ggx,) = S.grad((gw * gw).sum(), [xt])
-        np.testing.assert_array_equal(gw.data, before)
-        return ggx.data
-
-    np.testing.assert_array_equal(second_derivative(True), second_derivative(False))
 
 
 # --------------------------------------------------------------------------------------------

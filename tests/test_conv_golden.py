@@ -2,10 +2,12 @@
 
 The fixtures (`tests/golden/conv.npz`) are made by `tests/golden/golden_conv.py` in the torch
 venv (`make golden`); this test needs only NumPy. Each case checks the output, every first
-derivative, and the second derivatives that `create_graph=True` gives.
+derivative, and the second derivatives that `create_graph=True` gives. Every case runs on the
+reference engine's fast kernels and on the teaching kernels (the students' engine).
 """
 from __future__ import annotations
 
+from contextlib import nullcontext
 from pathlib import Path
 
 import numpy as np
@@ -13,6 +15,7 @@ import pytest
 
 import solutions as S
 from solutions import Tensor
+from solutions.ops import kernels
 from solutions.testing import assert_close
 
 GOLDEN = Path(__file__).parent / "golden" / "conv.npz"
@@ -30,6 +33,12 @@ def _load() -> dict[str, dict[str, np.ndarray]]:
 
 
 CASES = _load() if GOLDEN.exists() else {}
+
+
+@pytest.fixture(scope="module", params=["fast", "teaching"], autouse=True)
+def kernel_set(request):
+    with nullcontext() if request.param == "fast" else kernels.teaching_kernels():
+        yield request.param
 
 
 def _names(prefix: str) -> list[str]:

@@ -1,6 +1,7 @@
 """im2col / col2im: the column layout, adjointness, and their errors.
 
-Module: `solutions/ops/im2col.py`. Book: chapter 3.
+Module: `solutions/ops/im2col.py` (the teaching kernels; `tests/test_kernels.py` checks the fast
+ones equal to them). Book: chapter 3.
 """
 from __future__ import annotations
 
@@ -114,7 +115,8 @@ def test_float32_stays_float32():
         (lambda: im2col(np.zeros((1, 1, 4, 4)), 2, stride=0), r"im2col: stride must be positive, got 0"),
         (lambda: im2col(np.zeros((1, 1, 4, 4)), 2, dilation=(1, -1)), r"im2col: dilation must be positive"),
         (lambda: im2col(np.zeros((1, 1, 4, 4)), 2, padding=-1), r"im2col: padding must be >= 0"),
-        (lambda: col2im(np.zeros((4, 5)), (1, 1, 4, 4), 2), r"col2im: cols has shape \(4, 5\) but .* needs \(4, 9\)"),
+        (lambda: col2im(np.zeros((4, 9)), (1, 1, 4), 2), r"col2im: expected a 4-D \(N, C, H, W\) shape, got \(1, 1, 4\)"),
+        (lambda: col2im(np.zeros((4, 9)), (1, 1, 2, 2), 3), r"col2im: kernel \(3, 3\) .* larger than the padded input"),
     ],
 )
 def test_errors_name_the_op_and_shapes(call, message):

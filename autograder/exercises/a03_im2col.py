@@ -1,19 +1,20 @@
 """Hidden checks of a03_im2col: convolution as one matrix product, and pooling.
 
-The exercises are the array kernels under the engine's conv and pool ops (`solutions/ops/im2col.py`,
-`conv.py`, `pool.py`). The student's kernel runs in the sandbox, in the course kit's engine where
-every other exercise is the reference and the kernel is plugged in wherever the engine calls it;
-the checks and the reference run here, and only plain data crosses (arrays, numbers, tuples).
+The exercises are the teaching kernels under the engine's conv and pool ops
+(`solutions/ops/im2col.py`, `conv.py`, `pool.py`; the ops reach them through `kernels.py`). The
+student's kernel runs in the sandbox, in the course kit's engine where every other exercise is the
+reference and the kernel is plugged in wherever the engine calls it; the checks and the reference
+run here, and only plain data crosses (arrays, numbers, tuples).
 
 Each kernel is first called on its own, on seeded cases (strides 1-3, padding 0-2 and
 asymmetric, dilation 1-3, groups, non-square kernels and odd sizes, a batch of one, one channel,
-float32 and float64): its arguments go over as copies and its result comes back as an array,
-compared with the reference's. An argument the kernel must write into (col2im_accumulate's
-`target`) or must leave alone (windows' input) is created in the sandbox and read back after the
-call. Then conv2d / max_pool2d / avg_pool2d run in the sandbox's engine, which calls the
-student's kernel, and their forward, backward and gradients of gradients (create_graph=True)
-must agree with the reference engine's here. Messages name the kind of mistake and the pattern
-of the case, never the inputs or the expected values.
+float32 and float64, parameters given as ints, pairs or ((top, bottom), (left, right))): its
+arguments go over as copies and its result comes back as an array, compared with the
+reference's. An argument the kernel must leave alone (windows' input) is created in the sandbox
+and read back after the call. Then conv2d / max_pool2d / avg_pool2d run in the sandbox's engine,
+which calls the student's kernel, and their forward, backward and gradients of gradients
+(create_graph=True) must agree with the reference engine's here. Messages name the kind of
+mistake and the pattern of the case, never the inputs or the expected values.
 """
 from __future__ import annotations
 
@@ -241,39 +242,55 @@ def check_windows(windows, rng):
 
 
 # --------------------------------------------------------------------------------------------
-# im2col_padded
+# im2col
 # --------------------------------------------------------------------------------------------
-def _im2col_ref(xp, kernel, stride, dilation):
-    return _im().im2col_padded(xp, kernel, stride, dilation)
+def _given_forms(k: int, kernel, stride, padding, dilation):
+    """The parameters as a caller may give them: ints where a pair repeats (every third case),
+    pairs, or padding as ((top, bottom), (left, right))."""
+    (t, b), (l, r) = padding
+    if k % 3 == 0:
+        squash = (lambda p: p[0] if p[0] == p[1] else tuple(p))
+        pad = t if t == b == l == r else ((t, b), (l, r))
+        return squash(kernel), squash(stride), pad, squash(dilation)
+    if k % 3 == 1 and t == b and l == r:
+        return tuple(kernel), tuple(stride), (t, l), tuple(dilation)
+    return tuple(kernel), tuple(stride), ((t, b), (l, r)), tuple(dilation)
 
 
-@graded("a03-im2col", "solutions.ops.im2col:im2col_padded", points=3, title="im2col_padded")
-def check_im2col(im2col_padded, rng):
-    f = prepare(im2col_padded, "a03-im2col", "function")
-    with time_limit(TIME_LIMIT, _slow("im2col_padded")):
+@graded("a03-im2col", "solutions.ops.im2col:im2col", points=3, title="im2col")
+def check_im2col(im2col, rng):
+    f = prepare(im2col, "a03-im2col", "function")
+    reference = spec_of("a03-im2col").reference()
+    with time_limit(TIME_LIMIT, _slow("im2col")):
         for k, pattern in enumerate(CONV_PATTERNS):
             x_shape, w_shape, params = _conv_shapes(rng, pattern)
-            kernel, stride, dilation = w_shape[2:], params["stride"], params["dilation"]
+            kernel, stride, padding, dilation = w_shape[2:], params["stride"], params["padding"], params["dilation"]
             dtype = np.float32 if k % 4 == 1 else np.float64
             label = f"{pattern[0]}, {_dtype_name(dtype)}"
-            xp = _padded(rng.standard_normal(x_shape).astype(dtype), params["padding"])
-            keep = xp.copy()
-            got = run(f"{label}: im2col_padded", f, xp, kernel, stride, dilation)
-            want = _im2col_ref(keep, kernel, stride, dilation)
+            x = rng.standard_normal(x_shape).astype(dtype)
+            keep = x.copy()
+            args = _given_forms(k, kernel, stride, padding, dilation)
+            got = run(f"{label}: im2col", f, x, *args)
+            want = reference(keep, *args)
             N, C = x_shape[:2]
             KH, KW = kernel
             P = want.shape[1] // N
+            unpadded = reference(keep, kernel, stride, 0, dilation) if sum(map(sum, padding)) and \
+                min(keep.shape[2] - dilation[0] * (KH - 1), keep.shape[3] - dilation[1] * (KW - 1)) >= 1 else None
 
-            def shape_hint(s, want=want):
+            def shape_hint(s, want=want, unpadded=unpadded):
                 if tuple(s) == want.shape[::-1]:
                     return ("rows and columns are swapped: one *column* per output pixel (N*OH*OW of them), one "
                             "*row* per (channel, kernel row, kernel col) (C*KH*KW of them)")
+                if unpadded is not None and tuple(s) == unpadded.shape:
+                    return ("the matrix has as many columns as an unpadded input gives: pad x first "
+                            "(pad_hw(x, padding)), then take the windows of the padded input")
                 if len(s) != 2:
                     return "return a 2-D matrix (C*KH*KW, N*OH*OW)"
-                return ("the matrix has the wrong shape: (C*KH*KW, N*OH*OW) with OH = (Hp - d(KH-1) - 1) // s + 1, "
-                        "the dilation included")
+                return ("the matrix has the wrong shape: (C*KH*KW, N*OH*OW) with OH = (H + top + bottom - d(KH-1) - 1) "
+                        "// s + 1, the dilation included")
 
-            cols = _array(label, "im2col_padded", got, want.shape, dtype, shape_hint)
+            cols = _array(label, "im2col", got, want.shape, dtype, shape_hint)
             if close(cols, want, dtype):
                 continue
             by_offset = want.reshape(C, KH * KW, -1).transpose(1, 0, 2).reshape(want.shape)
@@ -289,80 +306,97 @@ def check_im2col(im2col_padded, rng):
                 raise GradingFailure(f"{label}: the right numbers in the wrong places: row c*KH*KW + i*KW + j, "
                                      "column n*OH*OW + oh*OW + ow holds xp[n, c, oh*SH + i*DH, ow*SW + j*DW]")
             raise GradingFailure(f"{label}: wrong values; cols[c*KH*KW + i*KW + j, n*OH*OW + oh*OW + ow] = "
-                                 "xp[n, c, oh*SH + i*DH, ow*SW + j*DW]")
-        _inside_the_engine("im2col_padded", rng, "the convolution (forward and backward) using your im2col_padded")
-    _speed("im2col_padded", f, np.zeros(SPEED_SHAPE, np.float32), (3, 3), (1, 1), (1, 1))
+                                 "xp[n, c, oh*SH + i*DH, ow*SW + j*DW], xp the zero-padded input")
+        _inside_the_engine("im2col", rng, "the convolution (forward and backward) using your im2col")
+    _speed("im2col", f, np.zeros(SPEED_SHAPE, np.float32), 3, 1, 1, 1)
 
 
 # --------------------------------------------------------------------------------------------
-# col2im_accumulate
+# col2im
 # --------------------------------------------------------------------------------------------
-def _col2im_assigning(cols, target, kernel, stride, dilation):
-    """What col2im gives when overlaps are assigned instead of added (the classic bug)."""
-    C, n, Hp, Wp = target.shape
-    (kh, kw), (dh, dw) = kernel, dilation
-    OH = (Hp - dh * (kh - 1) - 1) // stride[0] + 1
-    OW = (Wp - dw * (kw - 1) - 1) // stride[1] + 1
-    blocks = cols.reshape(C, kh, kw, n, OH, OW)
-    out = target.copy()
+def _col2im_variant(cols, x_shape, kernel, stride, padding, dilation, assign=False, taps_dilation=None):
+    """col2im into the padded image (N, C, Hp, Wp), optionally with a classic bug (for hints):
+    overlaps assigned instead of added, or the taps read without the dilation."""
+    N, C, H, W = x_shape
+    (kh, kw), ((t, b), (l, r)) = kernel, padding
+    OH, OW = _im().conv_output_hw((H, W), kernel, stride, padding, dilation)
+    blocks = cols.reshape(C, kh, kw, N, OH, OW).transpose(3, 0, 1, 2, 4, 5)
+    xp = np.zeros((N, C, H + t + b, W + l + r), dtype=cols.dtype)
     for i in range(kh):
         for j in range(kw):
-            rows, columns = _im().offset_slice(i, j, (OH, OW), stride, dilation)
-            out[:, :, rows, columns] = blocks[:, i, j]
-    return out
+            rows, columns = _im().offset_slice(i, j, (OH, OW), stride, taps_dilation or dilation)
+            if assign:
+                xp[:, :, rows, columns] = blocks[:, :, i, j]
+            else:
+                xp[:, :, rows, columns] += blocks[:, :, i, j]
+    return xp
 
 
-@graded("a03-col2im", "solutions.ops.im2col:col2im_accumulate", points=3, title="col2im_accumulate")
-def check_col2im(col2im_accumulate, rng):
-    f = prepare(col2im_accumulate, "a03-col2im", "function")
+def _crop(xp, padding, H, W, swapped=False):
+    (t, b), (l, r) = padding
+    return xp[:, :, l:l + H, t:t + W] if swapped else xp[:, :, t:t + H, l:l + W]
+
+
+@graded("a03-col2im", "solutions.ops.im2col:col2im", points=3, title="col2im")
+def check_col2im(col2im, rng):
+    f = prepare(col2im, "a03-col2im", "function")
     reference = spec_of("a03-col2im").reference()
-    with time_limit(TIME_LIMIT, _slow("col2im_accumulate")):
+    with time_limit(TIME_LIMIT, _slow("col2im")):
         for k, pattern in enumerate(CONV_PATTERNS):
             x_shape, w_shape, params = _conv_shapes(rng, pattern)
-            kernel, stride, dilation = w_shape[2:], params["stride"], params["dilation"]
+            kernel, stride, padding, dilation = w_shape[2:], params["stride"], params["padding"], params["dilation"]
             dtype = np.float32 if k % 4 == 1 else np.float64
             label = f"{pattern[0]}, {_dtype_name(dtype)}"
             N, C, H, W = x_shape
-            Hp, Wp = H + sum(params["padding"][0]), W + sum(params["padding"][1])
-            OH = (Hp - dilation[0] * (kernel[0] - 1) - 1) // stride[0] + 1
-            OW = (Wp - dilation[1] * (kernel[1] - 1) - 1) // stride[1] + 1
+            OH, OW = _im().conv_output_hw((H, W), kernel, stride, padding, dilation)
             cols = rng.standard_normal((C * kernel[0] * kernel[1], N * OH * OW)).astype(dtype)
-            start = rng.standard_normal((C, N, Hp, Wp)).astype(dtype)  # what the caller accumulated so far
-            keep_cols = cols.copy()
-            there = _in_sandbox(start)
-            result = run(f"{label}: col2im_accumulate", f, cols, there, kernel, stride, dilation)
-            target = np.asarray(there)
-            want = start.copy()
-            reference(keep_cols, want, kernel, stride, dilation)
-            if close(target, want, dtype):
+            keep = cols.copy()
+            args = _given_forms(k, kernel, stride, padding, dilation)
+            got = run(f"{label}: col2im", f, cols, x_shape, *args)
+            want = reference(keep, x_shape, *args)
+            full = _col2im_variant(keep, x_shape, kernel, stride, padding, dilation)
+            swapped = _crop(full, padding, H, W, swapped=True)
+            crop_hint = ("the padding is cropped with the wrong widths: rows lose (top, bottom) and columns (left, "
+                         "right), padding = ((top, bottom), (left, right))")
+
+            def shape_hint(s, full=full, swapped=swapped):
+                if tuple(s) == full.shape and full.shape != tuple(x_shape):
+                    return ("the result has the padded input's shape: crop the padding off (entries that came from "
+                            "the padding have no pixel to go back to)")
+                if tuple(s) == swapped.shape:
+                    return crop_hint
+                return "col2im returns an array of x_shape (N, C, H, W)"
+
+            dx = _array(label, "col2im", got, x_shape, dtype, shape_hint)
+            if close(dx, want, dtype):
                 continue
-            if np.array_equal(target, start):
-                if isinstance(result, np.ndarray):
-                    raise GradingFailure(f"{label}: col2im_accumulate works in place: add into `target` "
-                                         "(target[...] += ...) and return nothing; yours returned a new array")
-                raise GradingFailure(f"{label}: `target` did not change: add the columns into it, in place")
-            if close(target, _col2im_assigning(keep_cols, start, kernel, stride, dilation), dtype):
+            if swapped.shape == dx.shape and close(dx, swapped, dtype):
+                raise GradingFailure(f"{label}: {crop_hint}")
+            assigned = _crop(_col2im_variant(keep, x_shape, kernel, stride, padding, dilation, assign=True),
+                             padding, H, W)
+            if close(dx, assigned, dtype):
                 raise GradingFailure(f"{label}: col2im assigns instead of adding: where receptive fields overlap, "
                                      "every column entry that came from a pixel sends its value back to it, so "
                                      "use +=, not =")
-            fresh = np.zeros_like(start)
-            reference(keep_cols, fresh, kernel, stride, dilation)
-            if close(target, fresh, dtype):
-                raise GradingFailure(f"{label}: what `target` held before was lost: add to it (+=), do not reset "
-                                     "it (the caller sums several pieces into the same target)")
-            raise GradingFailure(f"{label}: wrong values; target[c, n, oh*SH + i*DH, ow*SW + j*DW] += "
-                                 "cols[c*KH*KW + i*KW + j, n*OH*OW + oh*OW + ow]")
-        _inside_the_engine("col2im_accumulate", rng,
-                           "the convolution's input gradient (transposed convolution) using your col2im_accumulate")
+            if dilation != (1, 1):
+                undilated = _crop(_col2im_variant(keep, x_shape, kernel, stride, padding, dilation,
+                                                  taps_dilation=(1, 1)), padding, H, W)
+                if close(dx, undilated, dtype):
+                    raise GradingFailure(f"{label}: did you include dilation? Kernel offset (i, j) meets the pixels "
+                                         "oh*SH + i*DH, ow*SW + j*DW of the padded input")
+            raise GradingFailure(f"{label}: wrong values; entry [c*KH*KW + i*KW + j, n*OH*OW + oh*OW + ow] of cols "
+                                 "is added to pixel [n, c, oh*SH + i*DH, ow*SW + j*DW] of the padded image, whose "
+                                 "padding is then cropped off")
+        _inside_the_engine("col2im", rng,
+                           "the convolution's input gradient (transposed convolution) using your col2im")
     N, C, H, W = SPEED_SHAPE
-    _speed("col2im_accumulate", f, np.zeros((C * 9, N * (H - 2) * (W - 2)), np.float32),
-           np.zeros((C, N, H, W), np.float32), (3, 3), (1, 1), (1, 1))
+    _speed("col2im", f, np.zeros((C * 9, N * H * W), np.float32), SPEED_SHAPE, 3, 1, 1, 1)
 
 
 # --------------------------------------------------------------------------------------------
 # The convolution inside the sandbox's engine, which calls the student's kernel
 # --------------------------------------------------------------------------------------------
-ENGINE_CASES = [0, 1, 2, 3, 6, 8]  # indices into CONV_PATTERNS: stride 2 uses col2im for dx
+ENGINE_CASES = [0, 1, 2, 3, 6, 8]  # indices into CONV_PATTERNS
 
 
 def _conv_results(E, x, w, b, params, g, vx, vw):
@@ -401,8 +435,20 @@ def _inside_the_engine(name: str, rng, what: str) -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# conv2d_array and conv2d_weight_grad_array
+# conv2d_array, conv2d_input_grad_array and conv2d_weight_grad_array
 # --------------------------------------------------------------------------------------------
+def _matmul_hint(error):
+    text = str(error)
+    if "matmul" in text or "mismatch" in text or "shapes" in text or "broadcast" in text:
+        return ("the shapes of a matrix product do not line up: with groups, group g's K/G output channels see "
+                "only its C/G input channels, one GEMM per group (np.matmul of (G, ...) stacks)")
+    return None
+
+
+def _args(params):
+    return (params["stride"], params["padding"], params["dilation"], params["groups"])
+
+
 @graded("a03-conv2d", "solutions.ops.conv:conv2d_array", points=3, title="conv2d_array")
 def check_conv2d(conv2d_array, rng):
     f = prepare(conv2d_array, "a03-conv2d", "function")
@@ -415,21 +461,12 @@ def check_conv2d(conv2d_array, rng):
             label = f"{pattern[0]}, {'with' if with_bias else 'without'} bias, {_dtype_name(dtype)}"
             x, w = rng.standard_normal(x_shape).astype(dtype), rng.standard_normal(w_shape).astype(dtype)
             b = rng.standard_normal(w_shape[0]).astype(dtype) if with_bias else None
-            args = (params["stride"], params["padding"], params["dilation"], params["groups"])
             keep = (x.copy(), w.copy(), None if b is None else b.copy())
-
-            def hint(error):
-                text = str(error)
-                if "matmul" in text or "mismatch" in text or "shapes" in text:
-                    return ("the shapes of a matrix product do not line up: with groups, group g's K/G output "
-                            "channels see only its C/G input channels, one GEMM per group")
-                return None
-
-            got = run(f"{label}: conv2d_array", f, x, w, b, *args, hint=hint)
+            got = run(f"{label}: conv2d_array", f, x, w, b, *_args(params), hint=_matmul_hint)
             if not isinstance(got, tuple) or len(got) != 2:
                 raise GradingFailure(f"{label}: conv2d_array returns a pair (z, cols): the output and x's column "
                                      "matrix (the weight gradient reuses it)")
-            z_ref, cols_ref = reference(*keep, *args)
+            z_ref, cols_ref = reference(*keep, *_args(params))
             z_ref = np.array(z_ref)
             N, K, OH, OW = z_ref.shape
 
@@ -444,17 +481,57 @@ def check_conv2d(conv2d_array, rng):
             if not close(z, z_ref, dtype):
                 if b is not None and close(z, z_ref - b.reshape(1, -1, 1, 1), dtype):
                     raise GradingFailure(f"{label}: the bias is missing: add bias[k] to every output of channel k")
-                scrambled = z_ref.transpose(1, 0, 2, 3).reshape(z_ref.shape)
+                bias = 0 if b is None else b.reshape(1, -1, 1, 1)
+                scrambled = (z_ref - bias).transpose(1, 0, 2, 3).reshape(z_ref.shape) + bias
                 if N > 1 and close(z, scrambled, dtype):
                     raise GradingFailure(f"{label}: the GEMM gives (K, N*OH*OW): reshape it to (K, N, OH, OW) and "
                                          "*transpose* to (N, K, OH, OW); a reshape alone mixes images and channels")
-                raise GradingFailure(f"{label}: wrong output values (compute im2col of the padded input, then one "
-                                     "GEMM per group with weight.reshape(K, C/G*KH*KW))")
+                raise GradingFailure(f"{label}: wrong output values (compute im2col of x, then one GEMM per group "
+                                     "with weight.reshape(G, K/G, C/G*KH*KW))")
             cols = got[1]
             if not isinstance(cols, np.ndarray) or cols.shape != cols_ref.shape or not close(cols, cols_ref, dtype):
-                raise GradingFailure(f"{label}: the second value must be the column matrix of the padded input, "
-                                     "(C*KH*KW, N*OH*OW), exactly what im2col_padded returns")
+                raise GradingFailure(f"{label}: the second value must be x's column matrix (C*KH*KW, N*OH*OW), "
+                                     "exactly what im2col returns")
         _inside_the_engine("conv2d_array", rng, "the convolution (forward and backward) using your conv2d_array")
+
+
+def _dz_not_transposed(grad, w, x_shape, params):
+    """The input gradient with dZ made by a reshape of grad alone (for hints)."""
+    stride, padding, dilation, G = _args(params)
+    K, Cg, KH, KW = w.shape
+    N, _, OH, OW = grad.shape
+    dz = grad.reshape(G, K // G, N * OH * OW)
+    w_t = w.reshape(G, K // G, Cg * KH * KW).transpose(0, 2, 1)
+    return _im().col2im((w_t @ dz).reshape(G * Cg * KH * KW, -1), x_shape, (KH, KW), stride, padding, dilation)
+
+
+@graded("a03-conv2d-input-grad", "solutions.ops.conv:conv2d_input_grad_array", points=2,
+        title="conv2d_input_grad_array")
+def check_conv2d_input_grad(conv2d_input_grad_array, rng):
+    f = prepare(conv2d_input_grad_array, "a03-conv2d-input-grad", "function")
+    reference = spec_of("a03-conv2d-input-grad").reference()
+    with time_limit(TIME_LIMIT, _slow("conv2d_input_grad_array")):
+        for k, pattern in enumerate(CONV_PATTERNS):
+            x_shape, w_shape, params = _conv_shapes(rng, pattern)
+            dtype = np.float32 if k % 4 == 1 else np.float64
+            label = f"{pattern[0]}, {_dtype_name(dtype)}"
+            w = rng.standard_normal(w_shape).astype(dtype)
+            z_shape = _conv().conv2d_array(np.zeros(x_shape, dtype), w, None, *_args(params))[0].shape
+            g = rng.standard_normal(z_shape).astype(dtype)
+            keep = (g.copy(), w.copy())
+            got = run(f"{label}: conv2d_input_grad_array", f, g, w, x_shape, *_args(params), hint=_matmul_hint)
+            want = reference(*keep, x_shape, *_args(params))
+            dx = _array(label, "conv2d_input_grad_array", got, x_shape, dtype,
+                        lambda s: "dx must have x's shape x_shape (col2im of the columns' gradient)")
+            if close(dx, want, dtype):
+                continue
+            if z_shape[0] > 1 and w_shape[0] > 1 and close(dx, _dz_not_transposed(*keep, x_shape, params), dtype):
+                raise GradingFailure(f"{label}: dZ is the (K, N*OH*OW) matrix of grad: transpose grad (N, K, OH, OW) "
+                                     "to (K, N, OH, OW) before flattening; a reshape alone mixes images and channels")
+            raise GradingFailure(f"{label}: wrong values; the columns' gradient is W^T dZ per group, (C*KH*KW, "
+                                 "N*OH*OW), and dx is its col2im")
+        _inside_the_engine("conv2d_input_grad_array", rng,
+                           "the convolution's input gradient using your conv2d_input_grad_array")
 
 
 @graded("a03-conv2d-weight-grad", "solutions.ops.conv:conv2d_weight_grad_array", points=2,
@@ -468,16 +545,15 @@ def check_conv2d_weight_grad(conv2d_weight_grad_array, rng):
             dtype = np.float32 if k % 4 == 1 else np.float64
             given = k % 2 == 0
             label = f"{pattern[0]}, {'with' if given else 'without'} x's columns given, {_dtype_name(dtype)}"
-            args = (params["stride"], params["padding"], params["dilation"], params["groups"])
             x = rng.standard_normal(x_shape).astype(dtype)
-            z_shape = _conv().conv2d_array(x, np.zeros(w_shape, dtype), None, *args)[0].shape
+            z_shape = _conv().conv2d_array(x, np.zeros(w_shape, dtype), None, *_args(params))[0].shape
             g = rng.standard_normal(z_shape).astype(dtype)
-            cols = _im2col_ref(_padded(x, params["padding"]), w_shape[2:], params["stride"], params["dilation"]) \
+            cols = _im().im2col(x, w_shape[2:], params["stride"], params["padding"], params["dilation"]) \
                 if given else None
             keep = (x.copy(), g.copy(), None if cols is None else cols.copy())
-            got = run(f"{label}: conv2d_weight_grad_array", f, x, g, w_shape, *args, cols)
-            want = reference(keep[0], keep[1], w_shape, *args, keep[2])
-            K = w_shape[0]
+            got = run(f"{label}: conv2d_weight_grad_array", f, x, g, w_shape, *_args(params), cols, hint=_matmul_hint)
+            want = reference(keep[0], keep[1], w_shape, *_args(params), keep[2])
+            K, G = w_shape[0], params["groups"]
 
             def shape_hint(s):
                 if int(np.prod(s)) == int(np.prod(w_shape)):
@@ -487,12 +563,19 @@ def check_conv2d_weight_grad(conv2d_weight_grad_array, rng):
             dw = _array(label, "conv2d_weight_grad_array", got, w_shape, dtype, shape_hint)
             if close(dw, want, dtype):
                 continue
-            G = params["groups"]
             rows = int(np.prod(w_shape[1:]))
             unturned = want.reshape(G, K // G, rows).transpose(0, 2, 1).reshape(w_shape)
             if close(dw, unturned, dtype):
                 raise GradingFailure(f"{label}: you reshaped the (C*KH*KW, K) product to the weight's shape without "
                                      "transposing it first: dw = dZ cols^T is (K, C*KH*KW) per group")
+            N, _, OH, OW = z_shape
+            full_cols = keep[2] if keep[2] is not None else _im().im2col(keep[0], w_shape[2:], params["stride"],
+                                                                         params["padding"], params["dilation"])
+            mixed = (keep[1].reshape(G, K // G, N * OH * OW)
+                     @ full_cols.reshape(G, rows, N * OH * OW).transpose(0, 2, 1)).reshape(w_shape)
+            if N > 1 and K > 1 and close(dw, mixed, dtype):
+                raise GradingFailure(f"{label}: dZ is the (K, N*OH*OW) matrix of grad: transpose grad (N, K, OH, OW) "
+                                     "to (K, N, OH, OW) before flattening; a reshape alone mixes images and channels")
             raise GradingFailure(f"{label}: wrong values; dw = dZ cols^T per group, with dZ the (K, N*OH*OW) "
                                  "matrix of grad and cols x's column matrix")
         _inside_the_engine("conv2d_weight_grad_array", rng,
@@ -582,6 +665,11 @@ def check_max_pool(max_pool2d_array, rng):
                 if valid and np.any(np.isneginf(inside)):
                     raise GradingFailure(f"{label}: padding must never win a max, not even a tie: pad with -inf "
                                          "(the lowest value), not 0")
+                KH, KW = kernel
+                column_major = (index_ref % KW) * KH + index_ref // KW
+                if KH * KW > 1 and np.array_equal(index, column_major):
+                    raise GradingFailure(f"{label}: index counts the window's offsets row by row, k = i*KW + j (the "
+                                         "order of _offsets), not column by column")
                 if valid and np.allclose(inside, out_ref):
                     last = values.shape[-1] - 1 - np.argmax(values[..., ::-1], axis=-1)
                     which = "the last one" if np.array_equal(index, last) else "another one"
@@ -621,7 +709,8 @@ def check_max_pool_backward(max_pool2d_scatter_array, rng):
             if close(dx, want, dtype):
                 continue
             assigned = _scatter_assigning(grad, index, x.shape, kernel, stride, pad)
-            if close(dx, assigned, dtype):
+            overwritten = _scatter_assigning(grad, index, x.shape, kernel, stride, pad, zeros_too=True)
+            if close(dx, assigned, dtype) or close(dx, overwritten, dtype):
                 raise GradingFailure(f"{label}: a pixel can be the max of several overlapping windows: add their "
                                      "gradients (np.add with where=, or +=), do not overwrite them")
             raise GradingFailure(f"{label}: wrong values; each window's gradient goes to the pixel its index "
@@ -632,15 +721,20 @@ def check_max_pool_backward(max_pool2d_scatter_array, rng):
     _speed("max_pool2d_scatter_array", f, np.ones(index.shape, np.float32), index, x.shape, (3, 3), (1, 1), (1, 1))
 
 
-def _scatter_assigning(grad, index, x_shape, kernel, stride, pad):
+def _scatter_assigning(grad, index, x_shape, kernel, stride, pad, zeros_too=False):
+    """The scatter with overlapping windows overwriting each other (for hints): each offset copies
+    its winners' gradients (and, with zeros_too, zeros where it did not win) over what was there."""
     N, C, H, W = x_shape
     OH, OW = index.shape[2:]
     dxp = np.zeros((N, C, H + 2 * pad[0], W + 2 * pad[1]))
     for i in range(kernel[0]):
         for j in range(kernel[1]):
             rows, cols = _im().offset_slice(i, j, (OH, OW), stride, (1, 1))
-            target = dxp[:, :, rows, cols]
-            np.copyto(target, grad, where=index == i * kernel[1] + j)
+            hit = index == i * kernel[1] + j
+            if zeros_too:
+                dxp[:, :, rows, cols] = np.where(hit, grad, 0)
+            else:
+                np.copyto(dxp[:, :, rows, cols], grad, where=hit)
     return dxp[:, :, pad[0]:pad[0] + H, pad[1]:pad[1] + W]
 
 

@@ -99,11 +99,11 @@ def _dilate_cases(rng):
     return cases
 
 
-@graded("a04-dilate", "solutions.ops.conv_backward:_dilate_array", points=2, title="_dilate_array (dilate)")
-def check_dilate(_dilate_array, rng):
-    f = prepare(_dilate_array, "a04-dilate", "function")
+@graded("a04-dilate", "solutions.ops.conv_backward:dilate_array", points=2, title="dilate_array (dilate)")
+def check_dilate(dilate_array, rng):
+    f = prepare(dilate_array, "a04-dilate", "function")
     reference = spec_of("a04-dilate").reference()
-    with time_limit(TIME_LIMIT, _slow("_dilate_array")):
+    with time_limit(TIME_LIMIT, _slow("dilate_array")):
         for label, x, stride, size in _dilate_cases(rng):
             keep = x.copy()
 
@@ -113,13 +113,13 @@ def check_dilate(_dilate_array, rng):
                             "are s - 1 zeros between neighbours and the last sample lands at s*(H-1)")
                 return None
 
-            got = run(f"{label}: _dilate_array", f, x, stride, size, hint=hint)
+            got = run(f"{label}: dilate_array", f, x, stride, size, hint=hint)
             want = reference(keep, stride, size)
 
             def shape_hint(s):
                 return f"the result must have shape x.shape[:-2] + size (the size is given: {len(want.shape)}-D)"
 
-            out = _result_array(label, "_dilate_array", got, want, shape_hint)
+            out = _result_array(label, "dilate_array", got, want, shape_hint)
             if np.array_equal(out, want):
                 continue
             wider = _spread(keep, (stride[0] + 1, stride[1] + 1), size)
@@ -134,7 +134,7 @@ def check_dilate(_dilate_array, rng):
                 raise GradingFailure(f"{label}: x was copied as a block: spread its samples out, x[i, j] to (s*i, s*j)")
             raise GradingFailure(f"{label}: wrong values; out[..., s*i, s*j] = x[..., i, j] and zeros everywhere "
                                  "else (extra rows and columns of `size` stay zero, at the end)")
-        _inside_the_derived_backward("_dilate_array", rng)
+        _inside_the_derived_backward("dilate_array", rng)
 
 
 def _erode_cases(rng):
@@ -155,14 +155,14 @@ def _erode_cases(rng):
     return cases
 
 
-@graded("a04-erode", "solutions.ops.conv_backward:_erode_array", points=1, title="_erode_array (erode)")
-def check_erode(_erode_array, rng):
-    f = prepare(_erode_array, "a04-erode", "function")
+@graded("a04-erode", "solutions.ops.conv_backward:erode_array", points=1, title="erode_array (erode)")
+def check_erode(erode_array, rng):
+    f = prepare(erode_array, "a04-erode", "function")
     reference = spec_of("a04-erode").reference()
-    with time_limit(TIME_LIMIT, _slow("_erode_array")):
+    with time_limit(TIME_LIMIT, _slow("erode_array")):
         for label, x, stride, size in _erode_cases(rng):
             keep = x.copy()
-            got = run(f"{label}: _erode_array", f, x, stride, size)
+            got = run(f"{label}: erode_array", f, x, stride, size)
             want = np.array(reference(keep, stride, size))
             late = keep[..., stride[0] - 1:: stride[0], stride[1] - 1:: stride[1]][..., : size[0], : size[1]]
             starts_late = ("erode keeps samples 0, s, 2s, ...: start at the first row and column, not at s - 1 "
@@ -175,13 +175,13 @@ def check_erode(_erode_array, rng):
                     return "keep only the first `size` samples along each axis (size may be smaller than available)"
                 return "the result must have shape x.shape[:-2] + size"
 
-            out = _result_array(label, "_erode_array", got, want, shape_hint)
+            out = _result_array(label, "erode_array", got, want, shape_hint)
             if np.array_equal(out, want):
                 continue
             if stride != (1, 1) and late.shape == out.shape and np.array_equal(out, late):
                 raise GradingFailure(f"{label}: {starts_late}")
             raise GradingFailure(f"{label}: wrong values; out[..., i, j] = x[..., s*i, s*j]")
-        _inside_the_derived_backward("_erode_array", rng)
+        _inside_the_derived_backward("erode_array", rng)
 
 
 # --------------------------------------------------------------------------------------------
@@ -512,7 +512,7 @@ def _tensor_derived(label, f, keep, params, rng):
                                  f"(got {type_name(t)}), so that it can be differentiated again")
         if not t.requires_grad:
             raise GradingFailure(f"{label}: with Tensor inputs, {name} is not part of the graph: build it with the "
-                                 "engine's ops (dilate, pad2d, conv2d, ...) on the Tensors, not on their .data")
+                                 "engine's ops (dilate, pad2d, _correlate, ...) on the Tensors, not on their .data")
     _, got_second = run(f"{label} with create_graph: conv2d_backward_derived", results, S, f)
     _, want_second = results(R, spec_of("a04-conv-backward").reference())
     for name, a, b in zip(("x", "w", "dz"), got_second, want_second):

@@ -3,6 +3,8 @@
 `Tensor`'s operators and methods call the lowercase functions here, and each function looks its
 class up at call time, so replacing a class in its module (see `solutions.override`) changes what
 every tensor expression uses. The grader relies on that to test one student-written op at a time.
+The convolution, pooling, dilate and erode ops run their array kernels through `kernels.py`,
+which picks the teaching or the fast ones (bound at the end of this file).
 """
 from .elementwise import (
     Abs, Add, Cast, Clip, Div, Exp, Log, Maximum, Minimum, Mul, Neg, Pow, PowScalar, ReLU,
@@ -29,3 +31,6 @@ from .pool import (
     AvgPool2d, AvgPool2dScatter, MaxPool2d, MaxPool2dGather, MaxPool2dScatter, avg_pool2d, global_avg_pool2d,
     max_pool2d,
 )
+from . import kernels
+
+kernels.use_fast(kernels.default_fast())

@@ -3,8 +3,8 @@
 Book: chapter 3 (`book/03_im2col.md`) for the forward pass, chapter 4
 (`book/04_conv_backward.md`) for the backward pass. Assignments: `assignments/source/a03_im2col/`,
 `assignments/source/a04_conv_backward/`. Tests: `tests/test_conv_backward.py`,
-`tests/test_conv_golden.py`. The form of the backward that chapter 4 derives (dilate, pad,
-rotate180) is in `conv_backward.py`; this module holds the fast path and is tested equal to it.
+`tests/test_conv_golden.py`, `tests/test_kernels.py`. The form of the backward that chapter 4
+derives (dilate, pad, rotate180) is in `conv_backward.py`, tested equal to this one.
 
 A convolution is linear in its input and linear in its weight, so its backward is made of two
 linear maps, each a convolution-like op of its own:
@@ -18,10 +18,12 @@ Each one's backward is written with the other two, so the three close into a fam
 PyTorch semantics throughout: cross-correlation (the kernel is not flipped), NCHW batches,
 weight (K, C/G, KH, KW), $OH = (H + 2p - d(KH-1) - 1)//s + 1$.
 
-Memory layout: the GEMM produces (K, N*OH*OW); the output is returned as a transposed *view*
-of it, shape (N, K, OH, OW) but channel-major in memory. That saves a copy of the output, and
-the next convolution reads channel-major input at least as fast as NCHW. Shapes and values are
-exactly PyTorch's; only `.data.strides` tell the difference (as with PyTorch's memory formats).
+The ops do their arithmetic in three array kernels, called through `kernels.py`: the teaching
+kernels below (a03's model answers), or the reference engine's faster equal ones (`_fast.py`).
+Memory layout: the GEMM produces (K, N*OH*OW); the output is a transposed *view* of it, shape
+(N, K, OH, OW) but channel-major in memory. That saves a copy of the output, and the next
+convolution reads channel-major input at least as fast as NCHW. Shapes and values are exactly
+PyTorch's; only `.data.strides` tell the difference (as with PyTorch's memory formats).
 """
 from __future__ import annotations
 
@@ -30,214 +32,50 @@ from typing import Any
 import numpy as np
 
 from ..graph import Function, Tensor, as_tensor, is_grad_enabled
-from .im2col import (
-    Pair, Padding, _is_int, as_padding, col2im_accumulate, conv_output_hw, empty, im2col_padded, offset_slice, pad_hw,
-    parallel, positive_pair, recycle,
-)
+from . import kernels
+from .im2col import Pair, Padding, _is_int, as_padding, col2im, conv_output_hw, im2col, positive_pair
 
 
 # --------------------------------------------------------------------------------------------
-# The three kernels on raw arrays. Params are normalized: stride/dilation pairs,
-# padding ((top, bottom), (left, right)), groups an int.
+# The three kernels on raw arrays, as chapter 3 explains them. Params are normalized:
+# stride/dilation pairs, padding ((top, bottom), (left, right)), groups an int.
 # --------------------------------------------------------------------------------------------
-def channel_major(a: np.ndarray) -> np.ndarray:
-    """a (N, K, H, W), same values, stored in (K, N, H, W) order: a itself if it already is."""
-    t = a.transpose(1, 0, 2, 3)
-    if t.flags.c_contiguous:
-        return a
-    out = np.empty(t.shape, dtype=a.dtype)
-
-    def copy(n0: int, n1: int) -> None:
-        np.copyto(out[:, n0:n1], t[:, n0:n1])
-
-    parallel(copy, a.shape[0], a.nbytes)
-    return out.transpose(1, 0, 2, 3)
-
-
-def _grad_matrix(grad: np.ndarray) -> np.ndarray:
-    """dz (N, K, OH, OW) as the (K, N*OH*OW) matrix of the GEMMs (a view when dz is channel-major)."""
-    N, K, OH, OW = grad.shape
-    return channel_major(grad).transpose(1, 0, 2, 3).reshape(K, N * OH * OW)
-
-
-def conv2d_array(
-    x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, stride: Pair, padding: Padding, dilation: Pair, groups: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """z = conv2d(x, w) + bias on arrays. Returns z (N, K, OH, OW) and x's columns (for dw)."""
+def conv2d_array(x, w, bias, stride, padding, dilation, groups):
+    """z = conv2d(x, w) + bias on arrays: z (N, K, OH, OW), and x's columns (C*KH*KW, N*OH*OW) for dw."""
     N, C, H, W = x.shape
     K, Cg, KH, KW = w.shape
     G = groups
-    cols = im2col_padded(pad_hw(x, padding), (KH, KW), stride, dilation)  # (C*KH*KW, N*OH*OW)
+    cols = im2col(x, (KH, KW), stride, padding, dilation)  # (C*KH*KW, N*OH*OW)
     OH, OW = conv_output_hw((H, W), (KH, KW), stride, padding, dilation)
-    if G == 1:
-        z = w.reshape(K, Cg * KH * KW) @ cols  # (K, N*OH*OW)
-    else:
-        # One GEMM per group: group g's output channels see only its block of rows.
-        z = np.matmul(w.reshape(G, K // G, Cg * KH * KW), cols.reshape(G, Cg * KH * KW, N * OH * OW))
-        z = z.reshape(K, N * OH * OW)
+    # One GEMM per group: group g's K/G kernels see only its block of C/G*KH*KW rows.
+    z = w.reshape(G, K // G, Cg * KH * KW) @ cols.reshape(G, Cg * KH * KW, N * OH * OW)
+    z = z.reshape(K, N, OH, OW).transpose(1, 0, 2, 3)  # (N, K, OH, OW)
     if bias is not None:
-        if np.can_cast(bias.dtype, z.dtype, "same_kind"):
-            z += bias.reshape(K, 1)  # in place: no second output-sized array
-        else:
-            z = z + bias.reshape(K, 1)  # integer input, float bias: promote as NumPy does
-    return z.reshape(K, N, OH, OW).transpose(1, 0, 2, 3), cols
+        z = z + bias.reshape(1, K, 1, 1)
+    return z, cols
 
 
-# Bytes of column gradient computed at a time in the input gradient: small enough to stay in
-# the shared cache between the GEMM that writes it and the col2im that reads it back, large
-# enough that the few GEMM calls keep every BLAS thread busy.
-CHUNK_BYTES = 16 << 20
-
-
-def conv2d_input_grad_array(
-    grad: np.ndarray, w: np.ndarray, x_shape: tuple[int, ...], stride: Pair, padding: Padding, dilation: Pair,
-    groups: int,
-) -> np.ndarray:
-    """dx = J_x^T dz, by whichever of two equal computations moves less memory.
-
-    Stride 1 with no more output than input channels: chapter 4's derived form, a convolution of
-    the padded dz with the rotated kernel, costs one im2col of dz (K*KH*KW rows) and one GEMM.
-    Otherwise GEMM + col2im, whose column matrix has C*KH*KW rows; a stride would also make the
-    derived form multiply s*s times as many inserted zeros.
-    """
-    K, C = w.shape[0], x_shape[1]
-    if stride == (1, 1) and K <= C:
-        return _input_grad_by_correlation(grad, w, x_shape, padding, dilation, groups)
-    return _input_grad_by_col2im(grad, w, x_shape, stride, padding, dilation, groups)
-
-
-def _input_grad_by_correlation(
-    grad: np.ndarray, w: np.ndarray, x_shape: tuple[int, ...], padding: Padding, dilation: Pair, groups: int
-) -> np.ndarray:
-    """Stride 1: dx = correlate(dz padded by the kernel extent minus 1, rotate180(w), in/out swapped).
-
-    Padding dz by (extent - 1 - p) instead of (extent - 1) and cropping p afterwards are the
-    same thing; a negative amount (padding wider than the kernel) crops dz instead, because
-    those outputs only ever saw padding.
-    """
-    N, C, H, W = x_shape
+def conv2d_input_grad_array(grad, w, x_shape, stride, padding, dilation, groups):
+    """dx = col2im(W^T dZ): grad (N, K, OH, OW) -> dx of shape x_shape (N, C, H, W)."""
     K, Cg, KH, KW = w.shape
-    G, Kg = groups, K // groups
-    (t, b), (l, r) = padding
-    eh, ew = dilation[0] * (KH - 1), dilation[1] * (KW - 1)  # kernel extent minus 1
-    amounts = [eh - t, eh - b, ew - l, ew - r]
-    OH, OW = grad.shape[2:]
-    g = grad[:, :, max(0, -amounts[0]) : OH - max(0, -amounts[1]), max(0, -amounts[2]) : OW - max(0, -amounts[3])]
-    pad = ((max(0, amounts[0]), max(0, amounts[1])), (max(0, amounts[2]), max(0, amounts[3])))
-    # rotate180, then swap in/out channels within each group: (C, K/G, KH, KW)
-    w_t = w.reshape(G, Kg, Cg, KH, KW)[..., ::-1, ::-1].transpose(0, 2, 1, 3, 4).reshape(C, Kg, KH, KW)
-    dx, cols = conv2d_array(channel_major(g), w_t, None, (1, 1), pad, dilation, groups)
-    recycle(cols)
-    return dx
+    G = groups
+    N, _, OH, OW = grad.shape
+    dz = grad.transpose(1, 0, 2, 3).reshape(G, K // G, N * OH * OW)  # dZ (K, N*OH*OW), per group
+    w_t = w.reshape(G, K // G, Cg * KH * KW).transpose(0, 2, 1)  # W^T (C/G*KH*KW, K/G), per group
+    dcols = (w_t @ dz).reshape(G * Cg * KH * KW, N * OH * OW)  # the columns' gradient
+    return col2im(dcols, x_shape, (KH, KW), stride, padding, dilation)
 
 
-def _input_grad_by_col2im(
-    grad: np.ndarray, w: np.ndarray, x_shape: tuple[int, ...], stride: Pair, padding: Padding, dilation: Pair,
-    groups: int,
-) -> np.ndarray:
-    """dx = col2im(W^T dZ).
-
-    The columns' gradient W^T dZ is (C*KH*KW, N*OH*OW), as large as x's columns. It is made a
-    few images at a time into one reused buffer, and each piece is summed into dx by col2im at
-    once, while it is still in cache: the same GEMM and the same sums as one big GEMM followed by
-    `col2im_padded`, without a large fresh array (fresh pages cost more than the arithmetic).
-    """
-    N, C, H, W = x_shape
-    K, Cg, KH, KW = w.shape
-    G, Kg = groups, K // groups
-    OH, OW = grad.shape[2:]
-    if OW < NARROW:
-        return _input_grad_by_col2im_batch_last(grad, w, x_shape, stride, padding, dilation, groups)
-    P = OH * OW
-    (t, b), (l, r) = padding
-    Hp, Wp = H + t + b, W + l + r
-    gm = _grad_matrix(grad).reshape(G, Kg, N * P)  # (G, K/G, N*OH*OW)
-    wt = w.reshape(G, Kg, Cg * KH * KW).transpose(0, 2, 1)  # (G, C/G*KH*KW, K/G): W^T per group
-    dtype = np.result_type(grad, w)
-    dxp = np.zeros((C, N, Hp, Wp), dtype=dtype)  # channel-major, like the columns
-    per_image = C * KH * KW * P * dtype.itemsize
-    step = max(1, min(N, CHUNK_BYTES // max(per_image, 1)))
-    buffer = dcols = empty((G, Cg * KH * KW, step * P), dtype)
-    for n0 in range(0, N, step):
-        n1 = min(N, n0 + step)
-        dcols = buffer[:, :, : (n1 - n0) * P]
-        np.matmul(wt, gm[:, :, n0 * P : n1 * P], out=dcols)
-        col2im_accumulate(dcols.reshape(C * KH * KW, -1), dxp[:, n0:n1], (KH, KW), stride, dilation)
-    del dcols
-    recycle(buffer)
-    # Input rows that no window reaches (stride not dividing the size) were never added to: 0.
-    return dxp[:, :, t : t + H, l : l + W].transpose(1, 0, 2, 3)
-
-
-# Output rows narrower than this make col2im's strided `+=` run a few pixels at a time, so the
-# per-run overhead dominates: then the batch axis goes innermost instead (runs of OW*N).
-NARROW = 16
-
-
-def _input_grad_by_col2im_batch_last(
-    grad: np.ndarray, w: np.ndarray, x_shape: tuple[int, ...], stride: Pair, padding: Padding, dilation: Pair,
-    groups: int,
-) -> np.ndarray:
-    """col2im with the columns ordered (oh, ow, n) and dx laid out (C, H, W, N) in memory.
-
-    Each kernel offset's block then lands on rows of OW*N contiguous numbers (OW*N apart from
-    the stride), instead of OW. The pieces are a few output rows at a time.
-    """
-    N, C, H, W = x_shape
-    K, Cg, KH, KW = w.shape
-    G, Kg = groups, K // groups
-    OH, OW = grad.shape[2:]
-    (t, b), (l, r) = padding
-    Hp, Wp = H + t + b, W + l + r
-    dtype = np.result_type(grad, w)
-    gm = np.empty((K, OH, OW, N), dtype=grad.dtype)  # dz with the batch innermost
-    parallel(lambda k0, k1: np.copyto(gm[k0:k1], grad[:, k0:k1].transpose(1, 2, 3, 0)), K, grad.nbytes)
-    gm = gm.reshape(G, Kg, OH * OW * N)
-    wt = w.reshape(G, Kg, Cg * KH * KW).transpose(0, 2, 1)
-    dxp = np.zeros((C, Hp, Wp, N), dtype=dtype)
-    per_row = C * KH * KW * OW * N * dtype.itemsize
-    step = max(1, min(OH, CHUNK_BYTES // max(per_row, 1)))
-    buffer = dcols = empty((G, Cg * KH * KW, step * OW * N), dtype)
-    for h0 in range(0, OH, step):
-        h1 = min(OH, h0 + step)
-        dcols = buffer[:, :, : (h1 - h0) * OW * N]
-        np.matmul(wt, gm[:, :, h0 * OW * N : h1 * OW * N], out=dcols)
-        blocks = dcols.reshape(C, KH, KW, h1 - h0, OW, N)
-
-        def add(c0: int, c1: int) -> None:
-            for i in range(KH):
-                for j in range(KW):
-                    rows, columns = offset_slice(i, j, (h1 - h0, OW), stride, dilation)
-                    rows = slice(rows.start + h0 * stride[0], rows.stop + h0 * stride[0], rows.step)
-                    dxp[c0:c1, rows, columns] += blocks[c0:c1, i, j]
-
-        parallel(add, C, dcols.nbytes)
-    del dcols, blocks
-    recycle(buffer)
-    return dxp[:, t : t + H, l : l + W].transpose(3, 0, 1, 2)
-
-
-def conv2d_weight_grad_array(
-    x: np.ndarray, grad: np.ndarray, w_shape: tuple[int, ...], stride: Pair, padding: Padding, dilation: Pair,
-    groups: int, cols: np.ndarray | None = None,
-) -> np.ndarray:
-    """dw = dZ cols^T, one GEMM per group (x's columns are recomputed unless given)."""
+def conv2d_weight_grad_array(x, grad, w_shape, stride, padding, dilation, groups, cols=None):
+    """dw = dZ cols^T per group: (K, C/G, KH, KW). x's columns are recomputed unless given."""
     K, Cg, KH, KW = w_shape
     G = groups
-    own = cols is None
-    if own:
-        cols = im2col_padded(pad_hw(x, padding), (KH, KW), stride, dilation)
-    gm = _grad_matrix(grad)
-    # dw^T = cols dZ^T rather than dw = dZ cols^T: the same product, but OpenBLAS splits this
-    # orientation (many rows, few columns, long inner dimension) over threads far better.
-    if G == 1:
-        dw_t = cols @ gm.T  # (C*KH*KW, K)
-    else:
-        P = gm.shape[1]
-        dw_t = np.matmul(cols.reshape(G, Cg * KH * KW, P), gm.reshape(G, K // G, P).transpose(0, 2, 1))
-    if own:
-        recycle(cols)
-    return np.ascontiguousarray(dw_t.swapaxes(-1, -2)).reshape(w_shape)
+    if cols is None:
+        cols = im2col(x, (KH, KW), stride, padding, dilation)  # (C*KH*KW, N*OH*OW)
+    N, _, OH, OW = grad.shape
+    dz = grad.transpose(1, 0, 2, 3).reshape(G, K // G, N * OH * OW)  # dZ (K, N*OH*OW), per group
+    dw = dz @ cols.reshape(G, Cg * KH * KW, N * OH * OW).transpose(0, 2, 1)  # (G, K/G, C/G*KH*KW)
+    return dw.reshape(w_shape)
 
 
 # --------------------------------------------------------------------------------------------
@@ -338,13 +176,13 @@ class Conv2d(Function):
         self._cols: np.ndarray | None = None
 
     def forward(self, x, weight, bias=None):
-        z, cols = conv2d_array(x, weight, bias, self.stride, self.padding, self.dilation, self.groups)
+        z, cols = kernels.conv2d_array(x, weight, bias, self.stride, self.padding, self.dilation, self.groups)
         # dw needs x's columns again; keeping them saves a second im2col. They are handed back
         # for reuse after the first backward (or at once when nothing is being recorded).
         if is_grad_enabled():
             self._cols = cols
         else:
-            recycle(cols)
+            kernels.recycle(cols)
         return z
 
     def backward(self, grad):
@@ -355,10 +193,10 @@ class Conv2d(Function):
         if not grad.requires_grad:
             # Both gradients read dz as a (K, N*OH*OW) matrix: lay it out that way once, not
             # once per gradient. Only for a constant dz: same values, nothing to differentiate.
-            grad = Tensor._wrap(channel_major(grad.data))
+            grad = Tensor._wrap(kernels.channel_major(grad.data))
         dx = conv2d_input_grad(grad, weight, x.shape, **params) if needs[0] else None
         dw = conv2d_weight_grad(x, grad, weight.shape, cols=cols, **params) if needs[1] else None
-        recycle(cols)
+        kernels.recycle(cols)
         if len(self.inputs) == 2:
             return dx, dw
         db = grad.sum(axis=(0, 2, 3)) if needs[2] else None
@@ -392,7 +230,7 @@ class Conv2dInputGrad(Function):
         self.x_shape, self.stride, self.padding, self.dilation, self.groups = x_shape, stride, padding, dilation, groups
 
     def forward(self, grad, weight):
-        return conv2d_input_grad_array(grad, weight, self.x_shape, self.stride, self.padding, self.dilation, self.groups)
+        return kernels.conv2d_input_grad_array(grad, weight, self.x_shape, self.stride, self.padding, self.dilation, self.groups)
 
     def backward(self, g):
         grad, weight = self.inputs
@@ -426,7 +264,7 @@ class Conv2dWeightGrad(Function):
 
     def forward(self, x, grad):
         cols, self.cols = self.cols, None  # use once; do not keep the big matrix alive on the graph
-        return conv2d_weight_grad_array(x, grad, self.w_shape, self.stride, self.padding, self.dilation, self.groups, cols)
+        return kernels.conv2d_weight_grad_array(x, grad, self.w_shape, self.stride, self.padding, self.dilation, self.groups, cols)
 
     def backward(self, g):
         x, grad = self.inputs

@@ -25,8 +25,10 @@ Why each piece is there:
 - Padding: x_padded is what the kernel saw; its gradient is unpadded to give dx.
 
 The helpers work on plain arrays (for the book's figures) and on Tensors (as differentiable
-ops, so the derived form itself supports `create_graph=True`). `conv.py` holds the fast path
-(GEMM + col2im), tested equal to `conv2d_backward_derived` on every configuration.
+ops, so the derived form itself supports `create_graph=True`). The engine's own backward, in
+`conv.py` (GEMM + col2im, chapter 3), is tested equal to `conv2d_backward_derived` on every
+configuration. The correlation the derived form needs is written here tap by tap
+(`_correlate`), so that it shares no code with chapter 3's im2col convolution.
 """
 from __future__ import annotations
 
@@ -35,7 +37,8 @@ from typing import Any
 import numpy as np
 
 from ..graph import Function, Tensor
-from .conv import _conv_params, conv2d, conv2d_array
+from . import kernels
+from .conv import _conv_params
 from .im2col import Pair, as_pair, as_padding, positive_pair
 from .shape import concatenate, flip, pad
 
@@ -53,14 +56,16 @@ def _dilated_hw(hw: tuple[int, int], stride: Pair, size: Any, op: str) -> tuple[
     return target
 
 
-def _dilate_array(x: np.ndarray, stride: Pair, size: tuple[int, int]) -> np.ndarray:
+def dilate_array(x: np.ndarray, stride: Pair, size: tuple[int, int]) -> np.ndarray:
+    """Zeros of shape x.shape[:-2] + size with x[..., i, j] at [..., s_h*i, s_w*j]."""
     out = np.zeros(x.shape[:-2] + tuple(size), dtype=x.dtype)
     h, w = x.shape[-2:]
     out[..., : (h - 1) * stride[0] + 1 : stride[0], : (w - 1) * stride[1] + 1 : stride[1]] = x
     return out
 
 
-def _erode_array(x: np.ndarray, stride: Pair, size: tuple[int, int]) -> np.ndarray:
+def erode_array(x: np.ndarray, stride: Pair, size: tuple[int, int]) -> np.ndarray:
+    """Samples [..., s_h*i, s_w*j] of x for i < size[0], j < size[1] (a view)."""
     return x[..., : (size[0] - 1) * stride[0] + 1 : stride[0], : (size[1] - 1) * stride[1] + 1 : stride[1]]
 
 
@@ -71,7 +76,7 @@ class Dilate(Function):
         self.stride, self.size = stride, size
 
     def forward(self, x):
-        return _dilate_array(x, self.stride, self.size)
+        return kernels.dilate_array(x, self.stride, self.size)
 
     def backward(self, grad):
         (x,) = self.inputs
@@ -85,7 +90,7 @@ class Erode(Function):
         self.stride, self.size = stride, size
 
     def forward(self, x):
-        return _erode_array(x, self.stride, self.size)
+        return kernels.erode_array(x, self.stride, self.size)
 
     def backward(self, grad):
         (x,) = self.inputs
@@ -105,7 +110,7 @@ def dilate(x, stride, size=None):
     target = _dilated_hw(tuple(x.shape[-2:]), stride_, size, "dilate")
     if isinstance(x, Tensor):
         return Dilate.apply(x, stride=stride_, size=target)
-    return _dilate_array(np.asarray(x), stride_, target)
+    return kernels.dilate_array(np.asarray(x), stride_, target)
 
 
 def erode(x, stride, size=None):
@@ -124,7 +129,7 @@ def erode(x, stride, size=None):
         raise ValueError(f"erode: cannot keep {target} samples from a {(h, w)} image with stride {stride_} (at most {available})")
     if isinstance(x, Tensor):
         return Erode.apply(x, stride=stride_, size=target)
-    return _erode_array(np.asarray(x), stride_, target)
+    return kernels.erode_array(np.asarray(x), stride_, target)
 
 
 undilate = erode
@@ -168,10 +173,23 @@ def rotate180(w):
 # The derived backward
 # --------------------------------------------------------------------------------------------
 def _correlate(a, k, groups: int):
-    """Plain stride-1, unpadded convolution (cross-correlation) of arrays or Tensors."""
-    if isinstance(a, Tensor) or isinstance(k, Tensor):
-        return conv2d(a, k, groups=groups)
-    return conv2d_array(np.asarray(a), np.asarray(k), None, (1, 1), ((0, 0), (0, 0)), (1, 1), groups)[0]
+    """Stride-1, unpadded cross-correlation: a (N, C, H, W), k (K, C/G, KH, KW) -> (N, K, H-KH+1, W-KW+1).
+
+    One term per kernel tap (i, j): the slice of `a` that the tap meets at every output position,
+    times the tap's (K/G, C/G) weights, a matrix product per group. The same lines serve arrays
+    and Tensors (then every step is an engine op, and the result differentiates again).
+    """
+    N, C, H, W = a.shape
+    K, Cg, KH, KW = k.shape
+    G = groups
+    OH, OW = H - KH + 1, W - KW + 1
+    out = None
+    for i in range(KH):
+        for j in range(KW):
+            seen = a[:, :, i : i + OH, j : j + OW].reshape((N, G, Cg, OH * OW))
+            term = k[:, :, i, j].reshape((G, K // G, Cg)) @ seen  # (N, G, K/G, OH*OW)
+            out = term if out is None else out + term
+    return out.reshape((N, K, OH, OW))
 
 
 def conv2d_backward_derived(x, weight, grad_out, stride=1, padding=0, dilation=1, groups=1):

@@ -1,6 +1,7 @@
 """Pooling: max_pool2d, avg_pool2d, global_avg_pool2d, with PyTorch's semantics.
 
-Book: chapter 3 (`book/03_im2col.md`). Tests: `tests/test_pool.py`, `tests/test_conv_golden.py`.
+Book: chapter 3 (`book/03_im2col.md`). Assignment: `assignments/source/a03_im2col/`.
+Tests: `tests/test_pool.py`, `tests/test_conv_golden.py`, `tests/test_kernels.py`.
 
 Both pools loop over the KH*KW kernel offsets, never over pixels: offset (i, j) of every
 window at once is one strided slice of the padded input, shape (N, C, OH, OW). Combining
@@ -13,6 +14,12 @@ scatters through it and the scatter's own backward gathers through it, so create
 Average pool counts padding zeros in the divisor (PyTorch's count_include_pad=True); its
 backward spreads each gradient evenly over its window, and that spreading's adjoint is the
 average pool again.
+
+The array kernels below are the teaching kernels (a03's model answers); the ops call them
+through `kernels.py`, which runs the reference engine's faster, equal ones when it has them.
+One difference, in a corner no network reaches: where a padded window's real pixels are all
+-inf, the teaching max pool names the window's first position (padding) as the winner, and
+the fast one, like PyTorch, its first real pixel.
 """
 from __future__ import annotations
 
@@ -21,7 +28,8 @@ from typing import Any
 import numpy as np
 
 from ..graph import Function, Tensor, as_tensor
-from .im2col import Pair, as_pair, offset_slice, pad_hw, parallel, positive_pair
+from . import kernels
+from .im2col import Pair, as_pair, offset_slice, pad_hw, positive_pair
 
 
 # --------------------------------------------------------------------------------------------
@@ -66,118 +74,48 @@ def _offsets(kernel: Pair, out_hw: Pair, stride: Pair):
             yield i * kernel[1] + j, rows, cols
 
 
-def _overlapping(kernel: Pair, stride: Pair) -> bool:
-    return stride[0] < kernel[0] or stride[1] < kernel[1]
-
-
 # --------------------------------------------------------------------------------------------
 # Max pool
 # --------------------------------------------------------------------------------------------
 def _lowest(dtype: np.dtype):
+    """The value that never wins a max: -inf, or the smallest integer of an integer dtype."""
     return -np.inf if np.issubdtype(dtype, np.floating) else np.iinfo(dtype).min
 
 
-def max_pool2d_array(x: np.ndarray, kernel: Pair, stride: Pair, pad: Pair) -> tuple[np.ndarray, np.ndarray]:
-    """(out, index): the pooled (N, C, OH, OW) array and, per output, the row-major offset of the winner."""
+def max_pool2d_array(x, kernel, stride, pad):
+    """(out, index): the max of each window (N, C, OH, OW) and the offset i*KW + j of its winner."""
     N, C, H, W = x.shape
     OH, OW = _out_hw((H, W), kernel, stride, pad)
-    xp = pad_hw(x, _pad4(pad), value=_lowest(x.dtype))  # padding never wins: it is never > the running max
-    out = np.empty((N, C, OH, OW), dtype=x.dtype)
-    index = np.empty((N, C, OH, OW), dtype=np.uint8 if kernel[0] * kernel[1] <= 256 else np.int32)
-    first = _first_inside(kernel, stride, pad, (OH, OW))
-
-    def pool(n0: int, n1: int, nan_aware: bool) -> None:
-        best, idx = out[n0:n1], index[n0:n1]
-        offsets = _offsets(kernel, (OH, OW), stride)
-        take = np.empty(best.shape, dtype=bool)
-        if pad == (0, 0):  # offset 0 of every window is a real pixel: start from it
-            _, rows, cols = next(offsets)
-            v0 = xp[n0:n1, :, rows, cols]
-            following = next(offsets, None)
-            if following is None:  # a 1x1 kernel
-                best[...], idx[...] = v0, 0
-                return
-            _, rows, cols = following
-            v = xp[n0:n1, :, rows, cols]
-            np.greater(v, v0, out=take)
-            if nan_aware:
-                take |= np.isnan(v)
-            np.maximum(v0, v, out=best)
-            np.copyto(idx, take, casting="unsafe")  # offset 1 where it won, else 0
-        else:
-            best[...], idx[...] = _lowest(x.dtype), first
-        for k, rows, cols in offsets:
-            v = xp[n0:n1, :, rows, cols]
-            np.greater(v, best, out=take)  # strict: on a tie the earlier offset keeps the gradient
-            if nan_aware:
-                take |= np.isnan(v)
-            np.maximum(best, v, out=best)  # NaN propagates, as the winner's value would
-            # idx = where(take, k, idx), as integer arithmetic: far faster than a masked copy.
-            step = np.subtract(k, idx, dtype=idx.dtype)
-            step *= take
-            idx += step
-
-    parallel(lambda n0, n1: pool(n0, n1, False), N, x.nbytes)
-    # A NaN anywhere in x shows in out (maximum propagates it), but the index above does not
-    # follow it. NaNs are rare, so only then pay the extra isnan pass per offset.
-    if np.issubdtype(x.dtype, np.floating) and out.size and np.isnan(np.max(out)):
-        parallel(lambda n0, n1: pool(n0, n1, True), N, x.nbytes)
+    xp = pad_hw(x, _pad4(pad), value=_lowest(x.dtype))  # the padding never wins
+    out = np.full((N, C, OH, OW), _lowest(x.dtype), dtype=x.dtype)
+    index = np.zeros((N, C, OH, OW), dtype=np.int64)
+    for k, rows, cols in _offsets(kernel, (OH, OW), stride):
+        v = xp[:, :, rows, cols]  # offset k of every window
+        # Strictly greater: on a tie the earlier offset keeps the window (PyTorch's first maximum).
+        # A NaN always takes over, so it propagates as in PyTorch.
+        take = (v > out) | np.isnan(v)
+        out = np.where(take, v, out)
+        index = np.where(take, k, index)
     return out, index
 
 
-def _first_inside(kernel: Pair, stride: Pair, pad: Pair, out_hw: Pair) -> np.ndarray:
-    """(OH, OW) row-major offset of the first non-padding pixel of each window.
-
-    Where a window's real pixels are all -inf, none is > the running max: PyTorch then reports
-    the window's first real pixel, so that is where the index starts.
-    """
-    i0 = np.maximum(pad[0] - stride[0] * np.arange(out_hw[0]), 0)
-    j0 = np.maximum(pad[1] - stride[1] * np.arange(out_hw[1]), 0)
-    return i0[:, None] * kernel[1] + j0[None, :]
-
-
-def _covers_once(x_shape: tuple[int, ...], kernel: Pair, stride: Pair, pad: Pair) -> bool:
-    """Do the windows tile the input exactly (every pixel in exactly one window)?"""
-    H, W = x_shape[2:]
-    return stride == kernel and pad == (0, 0) and H % kernel[0] == 0 and W % kernel[1] == 0
-
-
-def max_pool2d_scatter_array(
-    grad: np.ndarray, index: np.ndarray, x_shape: tuple[int, ...], kernel: Pair, stride: Pair, pad: Pair
-) -> np.ndarray:
-    """Each window's gradient to the element `index` names: (N, C, OH, OW) -> x_shape."""
+def max_pool2d_scatter_array(grad, index, x_shape, kernel, stride, pad):
+    """Each window's gradient to the pixel its `index` names: (N, C, OH, OW) -> x_shape."""
     N, C, H, W = x_shape
     OH, OW = index.shape[2:]
-    shape = (N, C, H + 2 * pad[0], W + 2 * pad[1])
-    tiled = _covers_once(x_shape, kernel, stride, pad)
-    # Multiplying by the 0/1 mask writes every pixel of a tiling (no zero-fill needed), but
-    # 0 * inf is nan: with a non-finite gradient, copy through the mask instead.
-    finite = bool(np.isfinite(np.sum(grad)))
-    dxp = np.empty(shape, dtype=grad.dtype) if tiled and finite else np.zeros(shape, dtype=grad.dtype)
-    overlap = _overlapping(kernel, stride)
-
-    def scatter(n0: int, n1: int) -> None:
-        g = grad[n0:n1]
-        for k, rows, cols in _offsets(kernel, (OH, OW), stride):
-            hit = index[n0:n1] == k
-            target = dxp[n0:n1, :, rows, cols]
-            if overlap:  # a pixel can win several windows: add
-                np.add(target, g, out=target, where=hit)
-            elif finite:  # disjoint windows: each pixel is written once, 0 where it lost
-                np.multiply(g, hit, out=target)
-            else:
-                np.copyto(target, g, where=hit)
-
-    parallel(scatter, N, dxp.nbytes)
+    dxp = np.zeros((N, C, H + 2 * pad[0], W + 2 * pad[1]), dtype=grad.dtype)
+    for k, rows, cols in _offsets(kernel, (OH, OW), stride):
+        # The windows whose winner is offset k; add, since overlapping windows can share a winner.
+        dxp[:, :, rows, cols] += np.where(index == k, grad, 0)
     return dxp[:, :, pad[0] : pad[0] + H, pad[1] : pad[1] + W]
 
 
-def max_pool2d_gather_array(g: np.ndarray, index: np.ndarray, kernel: Pair, stride: Pair, pad: Pair) -> np.ndarray:
+def max_pool2d_gather_array(g, index, kernel, stride, pad):
     """The adjoint of the scatter: read g (N, C, H, W) at each window's winner -> (N, C, OH, OW)."""
     gp = pad_hw(g, _pad4(pad))
-    out = np.empty(index.shape, dtype=g.dtype)
+    out = np.zeros(index.shape, dtype=g.dtype)
     for k, rows, cols in _offsets(kernel, index.shape[2:], stride):
-        np.copyto(out, gp[:, :, rows, cols], where=index == k)
+        out = np.where(index == k, gp[:, :, rows, cols], out)
     return out
 
 
@@ -188,7 +126,7 @@ class MaxPool2d(Function):
         self.kernel_size, self.stride, self.padding = kernel_size, stride, padding
 
     def forward(self, x):
-        out, self.index = max_pool2d_array(x, self.kernel_size, self.stride, self.padding)
+        out, self.index = kernels.max_pool2d_array(x, self.kernel_size, self.stride, self.padding)
         return out
 
     def backward(self, grad):
@@ -215,7 +153,7 @@ class MaxPool2dScatter(Function):
         self.kernel_size, self.stride, self.padding = kernel_size, stride, padding
 
     def forward(self, grad):
-        return max_pool2d_scatter_array(grad, self.index, self.x_shape, self.kernel_size, self.stride, self.padding)
+        return kernels.max_pool2d_scatter_array(grad, self.index, self.x_shape, self.kernel_size, self.stride, self.padding)
 
     def backward(self, g):
         return max_pool2d_gather(g, self.index, self.kernel_size, self.stride, self.padding)
@@ -232,7 +170,7 @@ class MaxPool2dGather(Function):
         self.index, self.kernel_size, self.stride, self.padding = index, kernel_size, stride, padding
 
     def forward(self, g):
-        return max_pool2d_gather_array(g, self.index, self.kernel_size, self.stride, self.padding)
+        return kernels.max_pool2d_gather_array(g, self.index, self.kernel_size, self.stride, self.padding)
 
     def backward(self, grad):
         (g,) = self.inputs
@@ -246,45 +184,25 @@ def max_pool2d_gather(g, index, kernel_size, stride, padding) -> Tensor:
 # --------------------------------------------------------------------------------------------
 # Average pool
 # --------------------------------------------------------------------------------------------
-def avg_pool2d_array(x: np.ndarray, kernel: Pair, stride: Pair, pad: Pair) -> np.ndarray:
+def avg_pool2d_array(x, kernel, stride, pad):
+    """The mean of each window of the zero-padded x, divided by KH*KW: (N, C, H, W) -> (N, C, OH, OW)."""
     N, C, H, W = x.shape
     OH, OW = _out_hw((H, W), kernel, stride, pad)
-    xp = pad_hw(x, _pad4(pad))
-    count = kernel[0] * kernel[1]
-    floating = np.issubdtype(x.dtype, np.floating)
-    total = np.empty((N, C, OH, OW), dtype=x.dtype if floating else np.float64)
-
-    def pool(n0: int, n1: int) -> None:
-        acc = total[n0:n1]
-        offsets = _offsets(kernel, (OH, OW), stride)
-        _, rows, cols = next(offsets)
-        acc[...] = xp[n0:n1, :, rows, cols]
-        for _, rows, cols in offsets:
-            acc += xp[n0:n1, :, rows, cols]
-        acc /= count  # in place: float32 stays float32
-
-    parallel(pool, N, x.nbytes)
-    return total
+    xp = pad_hw(x, _pad4(pad))  # zeros, counted in every mean (count_include_pad=True)
+    total = 0
+    for _, rows, cols in _offsets(kernel, (OH, OW), stride):
+        total = total + xp[:, :, rows, cols]  # offset (i, j) of every window
+    return total / (kernel[0] * kernel[1])
 
 
-def avg_pool2d_scatter_array(grad: np.ndarray, x_shape: tuple[int, ...], kernel: Pair, stride: Pair, pad: Pair) -> np.ndarray:
+def avg_pool2d_scatter_array(grad, x_shape, kernel, stride, pad):
     """Spread each window's gradient evenly over it: (N, C, OH, OW) -> x_shape."""
     N, C, H, W = x_shape
-    OH, OW = grad.shape[2:]
     share = grad / (kernel[0] * kernel[1])
-    shape = (N, C, H + 2 * pad[0], W + 2 * pad[1])
-    dxp = np.empty(shape, dtype=share.dtype) if _covers_once(x_shape, kernel, stride, pad) else np.zeros(shape, dtype=share.dtype)
-    overlap = _overlapping(kernel, stride)
-
-    def scatter(n0: int, n1: int) -> None:
-        for _, rows, cols in _offsets(kernel, (OH, OW), stride):
-            if overlap:
-                dxp[n0:n1, :, rows, cols] += share[n0:n1]
-            else:
-                dxp[n0:n1, :, rows, cols] = share[n0:n1]
-
-    parallel(scatter, N, dxp.nbytes)
-    return dxp[:, :, pad[0] : pad[0] + H, pad[1] : pad[1] + W]
+    padded = np.zeros((N, C, H + 2 * pad[0], W + 2 * pad[1]), dtype=share.dtype)
+    for _, rows, cols in _offsets(kernel, grad.shape[2:], stride):
+        padded[:, :, rows, cols] += share
+    return padded[:, :, pad[0] : H + pad[0], pad[1] : W + pad[1]]
 
 
 class AvgPool2d(Function):
@@ -294,7 +212,7 @@ class AvgPool2d(Function):
         self.kernel_size, self.stride, self.padding = kernel_size, stride, padding
 
     def forward(self, x):
-        return avg_pool2d_array(x, self.kernel_size, self.stride, self.padding)
+        return kernels.avg_pool2d_array(x, self.kernel_size, self.stride, self.padding)
 
     def backward(self, grad):
         (x,) = self.inputs
@@ -319,7 +237,7 @@ class AvgPool2dScatter(Function):
         self.x_shape, self.kernel_size, self.stride, self.padding = x_shape, kernel_size, stride, padding
 
     def forward(self, grad):
-        return avg_pool2d_scatter_array(grad, self.x_shape, self.kernel_size, self.stride, self.padding)
+        return kernels.avg_pool2d_scatter_array(grad, self.x_shape, self.kernel_size, self.stride, self.padding)
 
     def backward(self, g):
         return avg_pool2d(g, self.kernel_size, self.stride, self.padding)
