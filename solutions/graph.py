@@ -1,8 +1,8 @@
 """The dynamic computation graph: `Tensor`, `Function` and reverse-mode backward.
 
 Book: chapter 1 (`book/01_graphs.md`). Tests: `tests/test_graphs.py`. Assignment
-`assignments/source/a01_graphs/` builds the same ideas on scalars (`solutions/scalar.py`), so that
-this module stays the students' working framework in every later assignment.
+`assignments/source/a01_graphs/` builds the same ideas on scalars first (`solutions/scalar.py`),
+then has students write this module's graph walk: `toposort`, `run_backward` and `no_grad`.
 
 Every op is a `Function` subclass with `forward` (raw ndarrays in, ndarray out) and `backward`
 (a `Tensor` gradient in, one gradient per input out). `Function.apply` runs forward and, when
@@ -11,13 +11,15 @@ tensor's `grad_fn` knows its `inputs`, and `backward()` walks those links in rev
 order.
 
 `backward` is written with the engine's own ops, so when `create_graph=True` the gradient
-computation is recorded too (the "extended graph") and gradients of gradients work.
+computation is recorded too (the "extended graph") and gradients of gradients work. The walk
+itself uses only this module (`input_grads`, `add_grads`, `Tensor.clone`), never an op's
+backward, so it runs before any op exercise is done.
 """
 from __future__ import annotations
 
+import functools
 import weakref
-from contextlib import contextmanager
-from typing import Any, Iterator, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -28,47 +30,63 @@ _grad_enabled = True
 
 
 def is_grad_enabled() -> bool:
+    """Whether ops record the graph right now."""
     return _grad_enabled
 
 
-@contextmanager
-def set_grad_enabled(mode: bool) -> Iterator[None]:
-    global _grad_enabled
-    previous, _grad_enabled = _grad_enabled, bool(mode)
-    try:
-        yield
-    finally:
-        _grad_enabled = previous
+class set_grad_enabled:
+    """Switch recording on (`True`) or off (`False`) at once, as `torch.set_grad_enabled` does;
+    used as `with set_grad_enabled(mode):`, the previous mode comes back at the end of the block."""
 
-
-class no_grad:
-    """Context manager (and decorator) in which ops record nothing: no graph, no saved inputs."""
+    def __init__(self, mode: bool) -> None:
+        global _grad_enabled
+        self.previous, _grad_enabled = _grad_enabled, bool(mode)
 
     def __enter__(self) -> None:
-        global _grad_enabled
-        self._previous, _grad_enabled = _grad_enabled, False
+        return None
 
     def __exit__(self, *exc: object) -> None:
         global _grad_enabled
-        _grad_enabled = self._previous
+        _grad_enabled = self.previous
+
+
+class GradMode:
+    """What `no_grad` and `enable_grad` share: used as a decorator, `@no_grad()` runs the function
+    inside a fresh `with no_grad():` block at every call."""
 
     def __call__(self, func):
-        mode = type(self)  # so that @enable_grad() turns recording on, not off
+        mode = type(self)
 
+        @functools.wraps(func)
         def wrapper(*args, **kwargs):
             with mode():
                 return func(*args, **kwargs)
 
-        wrapper.__name__, wrapper.__doc__ = func.__name__, func.__doc__
         return wrapper
 
 
-class enable_grad(no_grad):
+class no_grad(GradMode):
+    """Context manager (and decorator) in which ops record nothing: no graph, no saved inputs.
+
+    Entering switches recording off; leaving restores the mode that was on before, also when the
+    block raises, so that `no_grad` blocks nest."""
+
+    def __enter__(self) -> None:
+        self.previous = is_grad_enabled()
+        set_grad_enabled(False)
+
+    def __exit__(self, *exc: object) -> None:
+        set_grad_enabled(self.previous)
+
+
+class enable_grad(GradMode):
     """Turn recording back on inside a `no_grad` block."""
 
     def __enter__(self) -> None:
-        global _grad_enabled
-        self._previous, _grad_enabled = _grad_enabled, True
+        self.switch = set_grad_enabled(True)
+
+    def __exit__(self, *exc: object) -> None:
+        self.switch.__exit__(*exc)
 
 
 # --------------------------------------------------------------------------------------------
@@ -88,7 +106,7 @@ class Tensor:
     PyTorch semantics for autograd (`requires_grad`, `backward`, `grad`, `no_grad`).
     """
 
-    __slots__ = ("data", "grad", "_requires_grad", "_ctx", "_retains_grad", "name", "__weakref__")
+    __slots__ = ("data", "grad", "_requires_grad", "grad_fn", "retains_grad", "name", "__weakref__")
     # Make `ndarray <op> Tensor` call Tensor's reflected operator instead of broadcasting
     # the Tensor as an object array.
     __array_ufunc__ = None
@@ -99,8 +117,8 @@ class Tensor:
         self.data: np.ndarray = np.asarray(data, dtype=dtype)
         self.grad: Tensor | None = None
         self._requires_grad = False
-        self._ctx: Function | None = None
-        self._retains_grad = False
+        self.grad_fn: Function | None = None  # the op that made it (None: a leaf)
+        self.retains_grad = False  # keep .grad after backward (see retain_grad)
         self.name = name
         if requires_grad:
             self.requires_grad = True
@@ -117,10 +135,10 @@ class Tensor:
 
     @requires_grad.setter
     def requires_grad(self, value: bool) -> None:
-        if self._ctx is not None:
+        if self.grad_fn is not None:
             raise RuntimeError(
                 f"requires_grad can only be changed on leaf tensors; this tensor was made by "
-                f"{self._ctx.name}. Use .detach() to get a leaf."
+                f"{self.grad_fn.name}. Use .detach() to get a leaf."
             )
         if value and not _is_float(self.data.dtype):
             raise TypeError(
@@ -134,23 +152,15 @@ class Tensor:
         return self
 
     @property
-    def grad_fn(self) -> "Function | None":
-        return self._ctx
-
-    @property
     def is_leaf(self) -> bool:
-        return self._ctx is None
+        return self.grad_fn is None
 
     def retain_grad(self) -> None:
         """Keep `.grad` on a non-leaf tensor after backward (leaves always keep theirs)."""
         if not self._requires_grad:
             raise RuntimeError("retain_grad: this tensor does not require grad, so it will never have one")
-        if self._ctx is not None:
-            self._retains_grad = True
-
-    @property
-    def retains_grad(self) -> bool:
-        return self._retains_grad
+        if self.grad_fn is not None:
+            self.retains_grad = True
 
     def zero_grad(self) -> None:
         self.grad = None
@@ -159,6 +169,10 @@ class Tensor:
         """Same data, cut from the graph."""
         return Tensor._wrap(self.data)
 
+    def clone(self) -> "Tensor":
+        """A copy that owns its data, still in the graph (the gradient passes through)."""
+        return Clone.apply(self)
+
     def backward(self, grad: Any = None, retain_graph: bool | None = None, create_graph: bool = False) -> None:
         """Accumulate d(self)/d(leaf) into every leaf's `.grad`.
 
@@ -166,7 +180,9 @@ class Tensor:
         `retain_graph` keeps the graph for another backward (default: `create_graph`);
         `create_graph` records the backward pass itself, for higher-order gradients.
         """
-        run_backward([self], None if grad is None else [grad], retain_graph, create_graph)
+        if retain_graph is None:
+            retain_graph = create_graph
+        run_backward([self], _seeds([self], None if grad is None else [grad], "backward"), retain_graph, create_graph)
 
     # -- array attributes ------------------------------------------------------------------
     @property
@@ -214,8 +230,8 @@ class Tensor:
         extras = []
         if self.data.dtype != np.float64:
             extras.append(f"dtype={self.data.dtype}")
-        if self._ctx is not None:
-            extras.append(f"grad_fn=<{self._ctx.name}>")
+        if self.grad_fn is not None:
+            extras.append(f"grad_fn=<{self.grad_fn.name}>")
         elif self._requires_grad:
             extras.append("requires_grad=True")
         return "Tensor(" + ", ".join([body, *extras]) + ")"
@@ -294,8 +310,8 @@ def _new_tensor(data: np.ndarray) -> Tensor:
     t.data = data if type(data) is np.ndarray else np.asarray(data)
     t.grad = None
     t._requires_grad = False
-    t._ctx = None
-    t._retains_grad = False
+    t.grad_fn = None
+    t.retains_grad = False
     t.name = None
     return t
 
@@ -366,6 +382,11 @@ class Function:
     def __repr__(self) -> str:
         return f"<{self.name}>"
 
+    def free(self) -> None:
+        """Mark this node as used by a backward that did not keep the graph (PyTorch frees the
+        node's saved tensors here): running its backward again raises an error that says so."""
+        self._freed = True
+
     @classmethod
     def apply(cls, *args: Any, **params: Any) -> Tensor:
         """Run the op on tensors (or scalars/arrays, which become constants) and record it."""
@@ -394,7 +415,7 @@ class Function:
             fn.inputs = args
             fn.needs_input_grad = needs
             fn._output_ref = weakref.ref(out)
-            out._ctx = fn
+            out.grad_fn = fn
             out._requires_grad = True
         return out
 
@@ -416,52 +437,65 @@ def _coerce(args: tuple) -> tuple[Tensor, ...]:
 # --------------------------------------------------------------------------------------------
 # Backward: reverse topological order, gradients accumulated on shared nodes.
 # --------------------------------------------------------------------------------------------
-def topological_order(roots: Sequence[Tensor]) -> list[Tensor]:
-    """Every tensor that requires grad and reaches `roots`, each after all of its inputs.
+def toposort(roots: Sequence[Tensor]) -> list[Tensor]:
+    """Every tensor that requires grad and that `roots` depend on (the roots included), each
+    after all of its inputs.
 
     Iterative depth-first search, so a 100 000-op chain needs no recursion, and each node is
     visited once, so shared subgraphs cost linear time (a naive recursion revisits them and
     explodes exponentially on a diamond ladder).
     """
-    order: list[Tensor] = []
-    visited: set[int] = set()
-    stack: list[tuple[Tensor, bool]] = [(r, False) for r in reversed(roots)]
+    order, visited = [], set()
+    stack = [(root, False) for root in reversed(roots)]
     while stack:
         node, inputs_done = stack.pop()
         if inputs_done:
-            order.append(node)
-            continue
-        if id(node) in visited:
-            continue
-        visited.add(id(node))
-        fn = node._ctx
-        if fn is None:  # a leaf has no inputs to wait for
-            order.append(node)
-            continue
-        stack.append((node, True))
-        for parent in fn.inputs:
-            if parent._requires_grad and id(parent) not in visited:
-                stack.append((parent, False))
+            order.append(node)  # every input of node is already in order
+        elif id(node) not in visited:  # Tensor's == is elementwise: compare identities
+            visited.add(id(node))
+            stack.append((node, True))
+            if node.grad_fn is not None:
+                for x in node.grad_fn.inputs:
+                    if x.requires_grad:
+                        stack.append((x, False))
     return order
 
 
-def _seed_grad(root: Tensor, grad: Any) -> Tensor:
-    if not root._requires_grad:
-        raise RuntimeError(
-            f"backward: this tensor (shape {root.shape}) does not require grad and has no grad_fn; "
-            "did you forget requires_grad=True on a leaf, or compute it under no_grad()?"
-        )
-    if grad is None:
-        if root.data.size != 1:
-            raise RuntimeError(
-                f"backward: grad can be implicitly created only for outputs with one element, "
-                f"got shape {root.shape}; pass grad= of that shape (e.g. ones) or reduce with .sum()"
-            )
-        return Tensor._wrap(np.ones_like(root.data))
-    g = as_tensor(grad, like=root)
-    if g.shape != root.shape:
-        raise ValueError(f"backward: grad has shape {g.shape} but the output has shape {root.shape}")
-    return g if g.dtype == root.dtype else g.astype(root.dtype)
+def topological_order(roots: Sequence[Tensor]) -> list[Tensor]:
+    """`toposort` under the name chapter 1 gives it."""
+    return toposort(roots)
+
+
+class Clone(Function):
+    """A copy of x that owns its data; the gradient passes through unchanged."""
+
+    def forward(self, x: np.ndarray) -> np.ndarray:
+        return np.array(x)
+
+    def backward(self, grad: Tensor) -> Tensor:
+        return grad
+
+
+class GradSum(Function):
+    """a + b for two gradients of one tensor (same shape, same dtype)."""
+
+    def forward(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return a + b
+
+    def backward(self, grad: Tensor) -> tuple[Tensor, Tensor]:
+        return grad, grad
+
+
+def add_grads(total: Tensor, g: Tensor) -> Tensor:
+    """`total + g` for two gradients of one tensor: how the backward pass sums them.
+
+    While recording (a backward with create_graph=True) the sum is a node of the graph, so it can
+    be differentiated; otherwise it is a plain new array. (Not `+`, which is `Add`: its backward
+    is an exercise of a02, and the graph walk must not depend on it.)
+    """
+    if _grad_enabled:
+        return GradSum.apply(total, g)
+    return _new_tensor(total.data + g.data)
 
 
 def _check_grad(fn: Function, x: Tensor, g: Any) -> Tensor:
@@ -489,81 +523,93 @@ def _as_grad_tuple(fn: Function, grads: Any) -> tuple:
     return tuple(grads)
 
 
-def _add_to_grad(total: Tensor | None, g: Tensor, record: bool) -> Tensor:
-    """The new `.grad` of a tensor: total + g. Recorded as a graph op only while building the
-    extended graph. Otherwise the result owns a fresh array: `g` may be a read-only broadcast
-    view, or the very Tensor another input received (Add passes its gradient on unchanged), and
-    an optimizer that updates `.grad.data` in place must not change anything else."""
-    if record:
-        return g if total is None else total + g
-    return _new_tensor(np.array(g.data) if total is None else total.data + g.data)
+def input_grads(fn: Function, grad: Tensor) -> list[tuple[Tensor, Tensor]]:
+    """Run `fn.backward(grad)` and return what it sends on: `(input, gradient)` pairs, one for each
+    input of `fn` that requires grad and received a gradient (backward returns None to send none).
+
+    The engine checks every gradient here and names the op when one is wrong: it must be a
+    Tensor of its input's shape (a gradient of another dtype is cast to the input's). A node whose
+    graph a backward has freed refuses to run again.
+    """
+    if fn._freed:
+        raise RuntimeError(
+            f"backward: trying to backward through the graph a second time ({fn.name} was already "
+            "used by a backward that did not keep the graph); pass retain_graph=True to the first "
+            "backward if you need to"
+        )
+    grads = fn.backward(grad)
+    inputs = fn.inputs
+    if type(grads) is not tuple or len(grads) != len(inputs):
+        grads = _as_grad_tuple(fn, grads)
+    pairs = []
+    for x, g, needed in zip(inputs, grads, fn.needs_input_grad):
+        if g is None or not needed:
+            continue
+        if not (isinstance(g, Tensor) and g.data.shape == x.data.shape and g.data.dtype == x.data.dtype):
+            g = _check_grad(fn, x, g)  # raises on a wrong shape; casts a wrong dtype
+        pairs.append((x, g))
+    return pairs
 
 
 def run_backward(
     roots: Sequence[Tensor],
-    grads: Sequence[Any] | None = None,
-    retain_graph: bool | None = None,
+    grads: Sequence[Tensor] | None = None,
+    retain_graph: bool = False,
     create_graph: bool = False,
-    capture: Sequence[Tensor] | None = None,
-) -> list[Tensor | None] | None:
-    """The engine behind `Tensor.backward` and `grad`.
+) -> None:
+    """Accumulate d(roots)/d(t) into `t.grad` for every leaf t the roots depend on.
 
-    With `capture`, the gradients of those tensors are returned and no `.grad` is touched.
+    `grads[i]` is the gradient of `roots[i]` (a Tensor of its shape); None means ones (every root
+    then has one element). Non-leaf tensors keep their gradient in `.grad` only if `retain_grad()`
+    was called on them. Each Function is freed after its backward unless `retain_graph`. With
+    `create_graph`, the backward pass is itself recorded, so the gradients can be differentiated.
     """
-    if retain_graph is None:
-        retain_graph = create_graph
-    seeds = [_seed_grad(r, None if grads is None else grads[i]) for i, r in enumerate(roots)]
-    order = topological_order(roots)
-    pending: dict[int, Tensor] = {}
-    for r, g in zip(roots, seeds):
-        pending[id(r)] = pending[id(r)] + g if id(r) in pending else g
-    captured: dict[int, Tensor] = {}
-    wanted = None if capture is None else {id(t) for t in capture}
-
-    with set_grad_enabled(create_graph):
-        for node in reversed(order):
+    pending = {}  # id(tensor) -> the sum of the gradients it has received so far
+    for k, root in enumerate(roots):
+        g = Tensor(np.ones_like(root.data)) if grads is None else grads[k]
+        total = pending.get(id(root))
+        pending[id(root)] = g if total is None else add_grads(total, g)
+    with set_grad_enabled(create_graph):  # record the backward pass only to differentiate it
+        for node in reversed(toposort(roots)):
             g = pending.pop(id(node), None)
-            if g is None:
+            if g is None:  # no consumer sent it a gradient
                 continue
-            fn = node._ctx
-            if wanted is not None:
-                if id(node) in wanted:
-                    captured[id(node)] = g
-            elif fn is None or node._retains_grad:
-                # Gradients accumulate across backward calls until zero_grad().
-                node.grad = _add_to_grad(node.grad, g, create_graph)
+            fn = node.grad_fn
+            if fn is None or node.retains_grad:  # a leaf, or a tensor asked to keep its gradient
+                # .grad accumulates across backward calls; a clone, so that it owns its data
+                node.grad = g.clone() if node.grad is None else add_grads(node.grad, g)
             if fn is None:
                 continue
-            if fn._freed:
-                raise RuntimeError(
-                    f"backward: trying to backward through the graph a second time ({fn.name} was already "
-                    "used by a backward that did not keep the graph); pass retain_graph=True to the first "
-                    "backward if you need to"
-                )
-            input_grads = fn.backward(g)
-            inputs = fn.inputs
-            if type(input_grads) is not tuple or len(input_grads) != len(inputs):
-                input_grads = _as_grad_tuple(fn, input_grads)
-            for x, gx, needed in zip(inputs, input_grads, fn.needs_input_grad):
-                if gx is None or not needed:
-                    continue
-                if not (isinstance(gx, Tensor) and gx.data.shape == x.data.shape and gx.data.dtype == x.data.dtype):
-                    gx = _check_grad(fn, x, gx)  # raises on a wrong shape; casts a wrong dtype
-                # Sum the gradients arriving from every consumer of x (inlined: this runs per edge).
-                key = id(x)
-                total = pending.get(key)
-                if total is None:
-                    pending[key] = gx
-                elif create_graph:
-                    pending[key] = total + gx  # recorded: part of the extended graph
-                else:
-                    pending[key] = _new_tensor(total.data + gx.data)
+            for x, gx in input_grads(fn, g):
+                total = pending.get(id(x))
+                pending[id(x)] = gx if total is None else add_grads(total, gx)
             if not retain_graph:
-                fn._freed = True  # the graph is used up, as in PyTorch
+                fn.free()
 
-    if capture is not None:
-        return [captured.get(id(t)) for t in capture]
-    return None
+
+def _seeds(roots: Sequence[Tensor], grads: Sequence[Any] | None, caller: str) -> list[Tensor] | None:
+    """Check the roots and their gradients for `caller` and return the gradients as Tensors of the
+    roots' shapes and dtypes (None stays None: then every root has one element)."""
+    for i, root in enumerate(roots):
+        if not root._requires_grad:
+            raise RuntimeError(
+                f"{caller}: this tensor (shape {root.shape}) does not require grad and has no grad_fn; "
+                "did you forget requires_grad=True on a leaf, or compute it under no_grad()?"
+            )
+        if grads is None and root.data.size != 1:
+            raise RuntimeError(
+                f"{caller}: grad can be implicitly created only for outputs with one element, "
+                f"got shape {root.shape}; pass grad= of that shape (e.g. ones) or reduce with .sum()"
+            )
+    if grads is None:
+        return None
+    seeds = []
+    for root, grad in zip(roots, grads):
+        g = as_tensor(grad, like=root)
+        if g.shape != root.shape:
+            raise ValueError(f"{caller}: grad has shape {g.shape} but the output has shape {root.shape}")
+        seeds.append(g if g.dtype == root.dtype else g.astype(root.dtype))
+    return seeds
 
 
 def grad(
@@ -586,16 +632,29 @@ def grad(
     for i, t in enumerate(ins):
         if not t._requires_grad:
             raise RuntimeError(f"grad: input {i} (shape {t.shape}) does not require grad")
-    result = run_backward(outs, grad_outputs, retain_graph, create_graph, capture=ins)
-    assert result is not None
+    seeds = _seeds(outs, grad_outputs, "grad")
+    if retain_graph is None:
+        retain_graph = create_graph
+    # run_backward delivers gradients into .grad: lend the inputs an empty .grad (kept on a
+    # non-leaf input too) and give every other tensor its own .grad back afterwards.
+    lent = {id(t) for t in ins}
+    saved = [(t, t.grad, t.retains_grad) for t in [*ins, *toposort(outs)]
+             if t.is_leaf or t.retains_grad or id(t) in lent]
+    for t in ins:
+        t.grad, t.retains_grad = None, not t.is_leaf
+    try:
+        run_backward(outs, seeds, retain_graph, create_graph)
+        result = tuple(t.grad for t in ins)
+    finally:
+        for t, g, retains in reversed(saved):  # an input listed twice gets its first state back
+            t.grad, t.retains_grad = g, retains
     for i, (t, g) in enumerate(zip(ins, result)):
-        if g is None:
-            if not allow_unused:
-                raise RuntimeError(
-                    f"grad: input {i} (shape {t.shape}) was not used to compute the outputs; "
-                    "pass allow_unused=True if that is expected"
-                )
-    return tuple(result)  # type: ignore[arg-type]
+        if g is None and not allow_unused:
+            raise RuntimeError(
+                f"grad: input {i} (shape {t.shape}) was not used to compute the outputs; "
+                "pass allow_unused=True if that is expected"
+            )
+    return result
 
 
 from . import ops as _ops  # noqa: E402  (the ops import Tensor and Function from this module)

@@ -3,7 +3,9 @@
 What a reader of the chapter can check here: the worked example by hand, gradients that
 accumulate, a backward pass that visits every node exactly once (no exponential blow-up on
 shared subgraphs, no recursion limit on long chains), PyTorch's autograd rules (retain_graph,
-retain_grad, no_grad, leaves, detach), dtype rules, and gradients of gradients.
+retain_grad, no_grad, leaves, detach), dtype rules, and gradients of gradients. The walk itself
+(`toposort`, `run_backward`, `no_grad`: a01's exercises) relies on the graph module's given
+helpers only (`input_grads`, `add_grads`, `Tensor.clone`), never on an op's backward.
 """
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from hypothesis import strategies as st
 
 import solutions
 from solutions import Function, Tensor, enable_grad, grad, is_grad_enabled, no_grad, override, topological_order
+from solutions.graph import GradSum, add_grads, input_grads, set_grad_enabled, toposort
 from solutions.ops import Add
 from solutions.testing import assert_close, gradcheck
 
@@ -413,6 +416,42 @@ class TestGradMode:
             assert not (scalar(1.0) * 2.0).requires_grad
         assert is_grad_enabled()
 
+    def test_set_grad_enabled_switches_at_once(self):
+        # As torch.set_grad_enabled: a plain call switches the mode (no_grad's answer relies on it).
+        set_grad_enabled(False)
+        try:
+            assert not is_grad_enabled()
+        finally:
+            set_grad_enabled(True)
+        assert is_grad_enabled()
+
+    def test_nested_no_grad_keeps_recording_off(self):
+        with no_grad():
+            with no_grad():
+                pass
+            assert not is_grad_enabled()
+        assert is_grad_enabled()
+        set_grad_enabled(False)
+        with no_grad():
+            pass
+        assert not is_grad_enabled()
+        set_grad_enabled(True)
+
+    def test_a_decorated_recursive_function_restores_each_level(self):
+        @no_grad()
+        def depth(n):
+            return 0 if n == 0 else 1 + depth(n - 1)
+
+        assert depth(3) == 3 and is_grad_enabled()
+
+    def test_no_exception_is_swallowed(self):
+        with pytest.raises(KeyError):
+            with no_grad():
+                raise KeyError("inside")
+        with pytest.raises(KeyError):
+            with enable_grad():
+                raise KeyError("inside")
+
 
 # --------------------------------------------------------------------------------------------
 # Leaves and requires_grad
@@ -666,6 +705,88 @@ class TestHigherOrder:
         assert_close(g, 4.0 + 12.0)
         (d,) = grad(g, x)
         assert_close(d, 2.0 + 6 * 2.0)
+
+
+    def test_grad_leaves_every_other_gradient_alone(self):
+        x, w = scalar(2.0), scalar(3.0)
+        h = x * w
+        h.retain_grad()
+        (h * 1.0).backward(retain_graph=True)
+        before = (x.grad.item(), w.grad.item(), h.grad.item())
+        (gx, gh) = grad(h * h, [x, h])
+        assert (gx.item(), gh.item()) == (2 * 6.0 * 3.0, 2 * 6.0)
+        assert (x.grad.item(), w.grad.item(), h.grad.item()) == before and h.retains_grad
+        y = x * w
+        (gy,) = grad(y * y, y)  # a non-leaf input: lent a .grad for the call, then given its own back
+        assert gy.item() == 12.0 and y.grad is None and not y.retains_grad
+
+
+# --------------------------------------------------------------------------------------------
+# The walk's own pieces: toposort, input_grads, add_grads, clone, and no op's backward
+# --------------------------------------------------------------------------------------------
+class TestWalkPieces:
+    def test_topological_order_is_toposort(self):
+        x = scalar(1.0)
+        y = x * 2.0 + x
+        assert [id(t) for t in topological_order([y])] == [id(t) for t in toposort([y])]
+
+    def test_toposort_keys_tensors_by_identity(self):
+        u, v = Tensor([1.0], requires_grad=True), Tensor([1.0], requires_grad=True)  # equal values
+        assert len(toposort([u * v])) == 3
+
+    def test_input_grads_pairs_each_input_that_needs_a_gradient(self):
+        x, c = Tensor(np.ones(3), requires_grad=True), Tensor(np.full(3, 2.0))
+        y = x * c
+        pairs = input_grads(y.grad_fn, Tensor(np.ones(3)))
+        assert [id(t) for t, _ in pairs] == [id(x)] and pairs[0][1].shape == (3,)
+
+    def test_input_grads_refuses_a_freed_node(self):
+        x = scalar(2.0)
+        y = x * x
+        y.grad_fn.free()
+        with pytest.raises(RuntimeError, match="Mul was already used.*retain_graph=True"):
+            input_grads(y.grad_fn, Tensor(1.0))
+
+    def test_add_grads_is_recorded_only_while_recording(self):
+        a, b = Tensor([1.0], requires_grad=True), Tensor([2.0], requires_grad=True)
+        with set_grad_enabled(False):
+            plain = add_grads(a, b)
+        assert plain.grad_fn is None and plain.item() == 3.0
+        assert type(add_grads(a, b).grad_fn) is GradSum
+
+    def test_clone_owns_its_data_and_passes_the_gradient(self):
+        x = Tensor(np.broadcast_to(np.ones(1), (3,)), requires_grad=False)
+        c = x.clone()
+        assert c.data.flags.writeable and not np.shares_memory(c.data, x.data)
+        y = Tensor(np.arange(3.0), requires_grad=True)
+        (y.clone() * 2.0).sum().backward()
+        assert_close(y.grad, [2.0, 2.0, 2.0])
+
+    def test_second_order_never_runs_an_op_backward_for_accumulation(self):
+        """The walk sums gradients with GradSum, not Add: gradients of gradients work even when
+        Add's backward (an a02 exercise) does not exist yet."""
+        class AddWithoutBackward(Add):
+            def backward(self, grad):
+                raise NotImplementedError("Add.backward is an exercise of a02")
+
+        x = Tensor(np.array([0.5, -1.5]), requires_grad=True)
+        with override(Add=AddWithoutBackward):
+            y = (x * x * x).sum()  # x is used three times
+            y.backward(create_graph=True)
+            g = x.grad
+            x.grad = None
+            (g * Tensor(np.array([1.0, 2.0]))).sum().backward()
+        assert_close(x.grad, 6 * x.data * np.array([1.0, 2.0]))
+
+    def test_the_first_backward_with_create_graph_keeps_the_graph(self):
+        x = scalar(0.5)
+        y = x.tanh()
+        y.backward(create_graph=True)
+        g = x.grad
+        x.grad = None
+        g.backward()  # walks y's graph again: create_graph implied retain_graph
+        t = np.tanh(0.5)
+        assert_close(x.grad, -2 * t * (1 - t * t))
 
 
 # --------------------------------------------------------------------------------------------
