@@ -1,4 +1,5 @@
-"""Classic student bugs in a01_graphs (the scalar engine), one solution region each.
+"""Classic student bugs in a01_graphs (part 1: the scalar engine; part 2: the tensor engine's graph
+walk), one solution region each.
 
 `autograder check a01_graphs` plants each one in the source notebook and expects it to lose points
 on its own exercise only; `tests/test_exercises.py` plants each one in solutions/scalar.py and
@@ -108,6 +109,224 @@ MUTANTS = [
         replace="pass",
         why="the root's gradient is never set to 1, so nothing flows",
     ),
+    # -- part 2: the tensor engine's graph walk ------------------------------------------------
+    Mutant(
+        id="toposort-recursive",
+        exercise="a01-toposort",
+        find=("    stack = [(root, False) for root in reversed(roots)]\n    while stack:\n"
+              "        node, inputs_done = stack.pop()\n        if inputs_done:\n"
+              "            order.append(node)  # every input of node is already in order\n"
+              "        elif id(node) not in visited:  # Tensor's == is elementwise: compare identities\n"
+              "            visited.add(id(node))\n            stack.append((node, True))\n"
+              "            if node.grad_fn is not None:\n                for x in node.grad_fn.inputs:\n"
+              "                    if x.requires_grad:\n                        stack.append((x, False))\n"),
+        replace=("\n    def visit(node):\n        if id(node) not in visited:\n            visited.add(id(node))\n"
+                 "            if node.grad_fn is not None:\n                for x in node.grad_fn.inputs:\n"
+                 "                    if x.requires_grad:\n                        visit(x)\n"
+                 "            order.append(node)\n\n    for root in roots:\n        visit(root)\n"),
+        why="a recursive depth-first search: correct, but a long chain exceeds Python's recursion limit",
+    ),
+    Mutant(
+        id="toposort-no-visited-set",
+        exercise="a01-toposort",
+        find="elif id(node) not in visited:",
+        replace="else:",
+        why="no visited set: a shared tensor is listed (and expanded) once per path",
+    ),
+    Mutant(
+        id="toposort-equality",
+        exercise="a01-toposort",
+        find=("    order, visited = [], set()\n    stack = [(root, False) for root in reversed(roots)]\n"
+              "    while stack:\n        node, inputs_done = stack.pop()\n        if inputs_done:\n"
+              "            order.append(node)  # every input of node is already in order\n"
+              "        elif id(node) not in visited:  # Tensor's == is elementwise: compare identities\n"
+              "            visited.add(id(node))"),
+        replace=("    order, visited = [], []\n    stack = [(root, False) for root in reversed(roots)]\n"
+                 "    while stack:\n        node, inputs_done = stack.pop()\n        if inputs_done:\n"
+                 "            order.append(node)\n"
+                 "        elif node not in visited:\n"
+                 "            visited.append(node)"),
+        why="visited kept in a list: `t in a_list` compares tensors with ==, elementwise",
+    ),
+    Mutant(
+        id="toposort-preorder",
+        exercise="a01-toposort",
+        find=("        if inputs_done:\n            order.append(node)  # every input of node is already in order\n"
+              "        elif id(node) not in visited:  # Tensor's == is elementwise: compare identities\n"
+              "            visited.add(id(node))"),
+        replace=("        if inputs_done:\n            pass\n"
+                 "        elif id(node) not in visited:  # Tensor's == is elementwise: compare identities\n"
+                 "            visited.add(id(node))\n            order.append(node)"),
+        why="a tensor is listed before its inputs (pre-order), so the root comes first",
+    ),
+    Mutant(
+        id="toposort-keeps-constants",
+        exercise="a01-toposort",
+        find="                    if x.requires_grad:\n                        stack.append((x, False))",
+        replace="                    stack.append((x, False))",
+        why="constants (tensors that do not require grad) are listed too",
+    ),
+    Mutant(
+        id="run-backward-overwrites",
+        exercise="a01-run-backward",
+        find="pending[id(x)] = gx if total is None else add_grads(total, gx)",
+        replace="pending[id(x)] = gx",
+        why="the gradient arriving at a tensor replaces the ones it already received",
+    ),
+    Mutant(
+        id="run-backward-forward-order",
+        exercise="a01-run-backward",
+        find="for node in reversed(toposort(roots)):",
+        replace="for node in toposort(roots):",
+        why="the walk starts at the leaves, before any gradient has reached them",
+    ),
+    Mutant(
+        id="run-backward-naive-recursion",
+        exercise="a01-run-backward",
+        find=("    with set_grad_enabled(create_graph):  # record the backward pass only to differentiate it\n"
+              "        for node in reversed(toposort(roots)):\n"
+              "            g = pending.pop(id(node), None)\n"
+              "            if g is None:  # no consumer sent it a gradient\n"
+              "                continue\n"),
+        replace=("    def visit(node, g):\n"
+                 "        fn = node.grad_fn\n"
+                 "        if fn is None or node.retains_grad:\n"
+                 "            node.grad = g.clone() if node.grad is None else add_grads(node.grad, g)\n"
+                 "        if fn is not None:\n"
+                 "            for x, gx in input_grads(fn, g):\n"
+                 "                visit(x, gx)\n\n"
+                 "            if not retain_graph:\n"
+                 "                fn.free()\n\n"
+                 "    with set_grad_enabled(create_graph):\n"
+                 "        for k, root in enumerate(roots):\n"
+                 "            visit(root, Tensor(np.ones_like(root.data)) if grads is None else grads[k])\n"
+                 "        for node in []:\n"
+                 "            g = None\n"),
+        why="the seed article's recursive walk: every path is followed, with no order and no limit",
+    ),
+    Mutant(
+        id="run-backward-grad-overwritten",
+        exercise="a01-run-backward",
+        find="node.grad = g.clone() if node.grad is None else add_grads(node.grad, g)",
+        replace="node.grad = g.clone()",
+        why="a leaf's .grad is replaced at each backward call instead of accumulating",
+    ),
+    Mutant(
+        id="run-backward-no-clone",
+        exercise="a01-run-backward",
+        find="node.grad = g.clone() if node.grad is None else add_grads(node.grad, g)",
+        replace="node.grad = g if node.grad is None else add_grads(node.grad, g)",
+        why="the first gradient is stored as it is: two leaves (or the caller's grad) share one Tensor",
+    ),
+    Mutant(
+        id="run-backward-retains-every-grad",
+        exercise="a01-run-backward",
+        find="if fn is None or node.retains_grad:  # a leaf, or a tensor asked to keep its gradient",
+        replace="if True:",
+        why="every intermediate tensor keeps its .grad",
+    ),
+    Mutant(
+        id="run-backward-ignores-retain-grad",
+        exercise="a01-run-backward",
+        find="if fn is None or node.retains_grad:  # a leaf, or a tensor asked to keep its gradient",
+        replace="if fn is None:",
+        why="retain_grad() has no effect",
+    ),
+    Mutant(
+        id="run-backward-scalar-seed",
+        exercise="a01-run-backward",
+        find="g = Tensor(np.ones_like(root.data)) if grads is None else grads[k]",
+        replace="g = Tensor(1.0) if grads is None else grads[k]",
+        why="the scalar engine's seed, 1.0: the wrong shape (and dtype) for a one-element tensor",
+    ),
+    Mutant(
+        id="run-backward-duplicate-root",
+        exercise="a01-run-backward",
+        find="pending[id(root)] = g if total is None else add_grads(total, g)",
+        replace="pending[id(root)] = g",
+        why="a root listed twice (or several roots sharing one) keeps only its last seed",
+    ),
+    Mutant(
+        id="run-backward-never-frees",
+        exercise="a01-run-backward",
+        find="            if not retain_graph:\n                fn.free()",
+        replace="            pass",
+        why="the graph is never freed: a second backward silently reuses it",
+    ),
+    Mutant(
+        id="run-backward-frees-with-retain-graph",
+        exercise="a01-run-backward",
+        find="            if not retain_graph:\n                fn.free()",
+        replace="            fn.free()",
+        why="retain_graph=True is ignored: the graph is freed anyway",
+    ),
+    Mutant(
+        id="run-backward-frees-too-early",
+        exercise="a01-run-backward",
+        find=("                pending[id(x)] = gx if total is None else add_grads(total, gx)\n"
+              "            if not retain_graph:\n                fn.free()"),
+        replace=("                pending[id(x)] = gx if total is None else add_grads(total, gx)\n"
+                 "                if not retain_graph and x.grad_fn is not None:\n"
+                 "                    x.grad_fn.free()"),
+        why="an op is freed as soon as a consumer sends it a gradient, before its own backward ran",
+    ),
+    Mutant(
+        id="run-backward-sums-data",
+        exercise="a01-run-backward",
+        find="pending[id(x)] = gx if total is None else add_grads(total, gx)",
+        replace="pending[id(x)] = gx if total is None else Tensor(total.data + gx.data)",
+        why="gradients summed from .data: the sum is not recorded, so create_graph loses it",
+    ),
+    Mutant(
+        id="run-backward-never-records",
+        exercise="a01-run-backward",
+        find="with set_grad_enabled(create_graph):",
+        replace="with set_grad_enabled(False):",
+        why="create_graph is ignored: the backward pass is never recorded",
+    ),
+    Mutant(
+        id="run-backward-skips-the-check",
+        exercise="a01-run-backward",
+        find="for x, gx in input_grads(fn, g):",
+        replace=("for x, gx in [(x, gx) for x, gx, needed in zip(fn.inputs, fn.backward(g) if len(fn.inputs) > 1 "
+                 "else (fn.backward(g),), fn.needs_input_grad) if needed and gx is not None]:"),
+        why="fn.backward called directly instead of through input_grads: nothing checks the gradients",
+    ),
+    Mutant(
+        id="no-grad-switches-on",
+        exercise="a01-no-grad",
+        find="set_grad_enabled(self.previous)",
+        replace="set_grad_enabled(True)",
+        why="leaving a block always switches recording on, even inside an outer no_grad",
+    ),
+    Mutant(
+        id="no-grad-previous-on-the-class",
+        exercise="a01-no-grad",
+        find="self.previous = is_grad_enabled()",
+        replace="no_grad.previous = is_grad_enabled()",
+        why="the previous mode is kept on the class: a nested block overwrites the outer one's",
+    ),
+    Mutant(
+        id="no-grad-not-restored-on-error",
+        exercise="a01-no-grad",
+        find="set_grad_enabled(self.previous)",
+        replace="if exc[0] is None:\n            set_grad_enabled(self.previous)",
+        why="the mode is restored only when the block ends normally",
+    ),
+    Mutant(
+        id="no-grad-swallows-exceptions",
+        exercise="a01-no-grad",
+        find="set_grad_enabled(self.previous)",
+        replace="set_grad_enabled(self.previous)\n        return True",
+        why="__exit__ returns True, which swallows every exception raised in the block",
+    ),
+    Mutant(
+        id="no-grad-records",
+        exercise="a01-no-grad",
+        find="set_grad_enabled(False)",
+        replace="set_grad_enabled(True)",
+        why="recording is never switched off",
+    ),
 ]
 
 # The kind of mistake each mutant's hidden-test message must name (checked by tests/test_exercises.py).
@@ -125,4 +344,29 @@ EXPECTED = {
     "backward-naive-recursion": "more than once",
     "backward-forward-order": "reverse topological order",
     "backward-no-seed": "seed",
+    "toposort-recursive": "recursion limit",
+    "toposort-no-visited-set": "more than once",
+    "toposort-equality": "id(t)",
+    "toposort-preorder": "before one of its inputs",
+    "toposort-keeps-constants": "does not require grad",
+    "run-backward-overwrites": "instead of overwriting",
+    "run-backward-forward-order": "reverse topological order",
+    "run-backward-naive-recursion": "once per path",
+    "run-backward-grad-overwritten": "across backward calls",
+    "run-backward-no-clone": "g.clone()",
+    "run-backward-retains-every-grad": "retain_grad()",
+    "run-backward-ignores-retain-grad": "retains_grad",
+    "run-backward-scalar-seed": "seed",
+    "run-backward-duplicate-root": "listed twice",
+    "run-backward-never-frees": "fn.free()",
+    "run-backward-frees-with-retain-graph": "retain_graph=True must keep the graph",
+    "run-backward-frees-too-early": "freed before its backward ran",
+    "run-backward-sums-data": "not from .data",
+    "run-backward-never-records": "create_graph=True",
+    "run-backward-skips-the-check": "input_grads",
+    "no-grad-switches-on": "restore the mode that was on before",
+    "no-grad-previous-on-the-class": "not on the class",
+    "no-grad-not-restored-on-error": "even when the block raises",
+    "no-grad-swallows-exceptions": "swallows",
+    "no-grad-records": "record nothing",
 }
