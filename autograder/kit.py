@@ -161,6 +161,11 @@ def use(*objs) -> None:
         for module_name, module in list(sys.modules.items()):
             if module is not None and module_name.startswith("{PACKAGE}") and vars(module).get(name) is old:
                 setattr(module, name, obj)
+        if isinstance(old, type) and old is not obj:
+            # The engine's own subclasses (AdamW of Adam, say) now inherit from your class.
+            for sub in old.__subclasses__():
+                if sub is not obj and sub.__module__.startswith("{PACKAGE}") and not issubclass(obj, sub):
+                    sub.__bases__ = tuple(obj if base is old else base for base in sub.__bases__)
 
 
 from . import answers  # noqa: E402  (it needs use and EXERCISES)

@@ -144,3 +144,21 @@ def test_diagnose_names_a_broken_earlier_op(tmp_path):
     problems = result.stdout.splitlines()[1:]          # after the loader's summary line
     assert any(line.startswith("x * y") and "a02-mul" in line for line in problems), result.stdout
     assert not [line for line in problems if "a03-" in line or "NotImplementedError" in line], result.stdout
+
+
+def test_use_reaches_the_engines_own_subclasses(tmp_path):
+    """AdamW is the engine's subclass of Adam: plugging in the student's Adam must reach it too."""
+    build_kit(tmp_path)
+    result = run_in(tmp_path, """
+        from coursekit import use
+        from coursekit.engine import optim
+
+        class Adam(optim.Optimizer):
+            def _update(self, p, grad, state, group):
+                return "the student's"
+
+        use(Adam)
+        assert optim.Adam is Adam and optim.AdamW.__mro__[1] is Adam, optim.AdamW.__mro__
+        print("ok")
+    """)
+    assert result.returncode == 0 and "ok" in result.stdout, result.stderr
