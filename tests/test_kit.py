@@ -177,6 +177,10 @@ def test_source_notebook_runs_on_the_kit(assignment, tmp_path):
         pass
     shutil.copy(notebook, tmp_path)
     build_kit(tmp_path)
+    nb = nbformat.read(tmp_path / notebook.name, as_version=4)
+    nb.cells.append(nbformat.v4.new_code_cell(  # what a student has: the kit, never the reference
+        "import sys\nassert not [m for m in sys.modules if m.split('.')[0] in ('solutions', 'autograder')]"))
+    nbformat.write(nb, tmp_path / notebook.name)
     nb = _execute(tmp_path / notebook.name, tmp_path)
     assert _errors(nb) == []
     for cell in nb.cells:
