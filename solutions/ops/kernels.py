@@ -47,16 +47,10 @@ TEACHING = {
 FAST = ("conv2d_array", "conv2d_input_grad_array", "conv2d_weight_grad_array", "max_pool2d_array",
         "max_pool2d_scatter_array", "avg_pool2d_array", "avg_pool2d_scatter_array")
 
-conv2d_array: Callable[..., Any]
-conv2d_input_grad_array: Callable[..., Any]
-conv2d_weight_grad_array: Callable[..., Any]
-max_pool2d_array: Callable[..., Any]
-max_pool2d_scatter_array: Callable[..., Any]
-max_pool2d_gather_array: Callable[..., Any]
-avg_pool2d_array: Callable[..., Any]
-avg_pool2d_scatter_array: Callable[..., Any]
-dilate_array: Callable[..., Any]
-erode_array: Callable[..., Any]
+conv2d_array = conv2d_input_grad_array = conv2d_weight_grad_array = None
+max_pool2d_array = max_pool2d_scatter_array = max_pool2d_gather_array = None
+avg_pool2d_array = avg_pool2d_scatter_array = None
+dilate_array = erode_array = None
 
 
 def _keep(a: Any) -> None:
