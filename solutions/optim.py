@@ -1,6 +1,6 @@
 """Optimizers with PyTorch's exact update rules: SGD (momentum, Nesterov, weight decay), Adam, AdamW.
 
-Book: chapter 6. Tests: `tests/test_optim.py`, `tests/test_nn_golden.py`.
+Book: chapter 5. Tests: `tests/test_optim.py`, `tests/test_nn_golden.py`.
 
 An optimizer holds the parameters and, per parameter, the state its rule needs (a momentum
 buffer, Adam's two moment estimates and step count). `step()` reads each `p.grad` and changes
@@ -18,7 +18,7 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from .graph import Tensor, no_grad
+from .graph import Tensor
 
 __all__ = ["Adam", "AdamW", "Optimizer", "SGD"]
 
@@ -55,15 +55,16 @@ class Optimizer:
                 p.grad = None
 
     def step(self) -> None:
-        with no_grad():
-            for group in self.param_groups:
-                for p in group["params"]:
-                    if p.grad is None:
-                        continue
-                    g = p.grad.data
-                    if g.shape != p.data.shape:
-                        raise RuntimeError(f"{type(self).__name__}: grad of shape {g.shape} for a parameter of shape {p.shape}")
-                    self._update(p, g.astype(p.data.dtype, copy=False), group, self.state.setdefault(p, {}))
+        """One update of every parameter that has a gradient. The rules work on the raw arrays
+        (`p.data`, `p.grad.data`), so no graph is recorded and no `no_grad` is needed."""
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                g = p.grad.data
+                if g.shape != p.data.shape:
+                    raise RuntimeError(f"{type(self).__name__}: grad of shape {g.shape} for a parameter of shape {p.shape}")
+                self._update(p, g.astype(p.data.dtype, copy=False), group, self.state.setdefault(p, {}))
 
     def _update(self, p: Tensor, g: np.ndarray, group: dict[str, Any], state: dict[str, Any]) -> None:
         raise NotImplementedError(f"{type(self).__name__} does not define _update")

@@ -1,4 +1,4 @@
-"""solutions.nn: Module mechanics, layers, initialization, and losses.
+"""solutions.nn: Module mechanics, layers, initialization, losses, and the numerical gradient.
 
 Gradients are checked numerically in float64; values against closed forms written out here.
 PyTorch's own numbers for BatchNorm and the losses are in `tests/test_nn_golden.py`.
@@ -12,7 +12,7 @@ import pytest
 
 from solutions import Tensor, nn, ops
 from solutions.nn import functional as F
-from solutions.nn import init
+from solutions.nn import init, numerical_gradient
 from solutions.testing import assert_close, gradcheck
 
 f64 = np.float64
@@ -83,6 +83,31 @@ def test_reassigning_and_deleting_attributes_updates_the_registries():
     assert [n for n, _ in layer.named_parameters()] == ["weight"]
     del layer.weight
     assert list(layer.parameters()) == []
+
+
+def test_a_name_lives_in_one_registry_and_buffers_take_arrays():
+    m = nn.Module()
+    m.child = nn.Module()
+    m.child = nn.Parameter(np.ones(2))  # a child's name given a Parameter becomes a parameter
+    assert list(m._parameters) == ["child"] and list(m._modules) == []
+    m.sub = nn.Module()
+    m.sub = 5  # anything else in a child's place: no longer a child
+    assert list(m._modules) == [] and m.sub == 5
+    m.register_buffer("count", np.zeros(2))
+    m.count = np.ones(2)  # a buffer given a new array stays a buffer
+    assert_close(m._buffers["count"], np.ones(2))
+    with pytest.raises(TypeError, match="count is a buffer: assign an ndarray"):
+        m.count = "text"
+    m.note = Tensor(np.ones(2), requires_grad=True)  # a plain Tensor is an ordinary attribute
+    assert "note" not in m._parameters and "note" in vars(m)
+
+
+def test_named_modules_lists_a_shared_module_once_and_takes_a_prefix():
+    net = Net()
+    net.again = net.body  # one module reachable under two names
+    assert [n for n, _ in net.named_modules()] == ["", "fc1", "norm", "body", "body.0", "body.1", "body.2"]
+    assert [n for n, _ in net.body.named_modules("net.body")][:2] == ["net.body", "net.body.0"]
+    assert [n for n, _ in net.named_parameters(prefix="net")][:2] == ["net.scale", "net.fc1.weight"]
 
 
 def test_forgetting_super_init_is_named():
@@ -194,6 +219,39 @@ def test_load_state_dict_strict_errors_name_the_keys_and_shapes():
         net.load_state_dict(sd, strict=False)
 
 
+def test_state_dict_keeps_a_tied_weight_under_both_names_as_pytorch_does():
+    a, b = nn.Linear(2, 2, rng=0), nn.Linear(2, 2, rng=1)
+    tied = nn.Sequential(a, b)
+    b.weight = a.weight
+    assert list(tied.state_dict()) == ["0.weight", "0.bias", "1.weight", "1.bias"]
+    assert [n for n, _ in tied.named_parameters()] == ["0.weight", "0.bias", "1.bias"]
+
+
+def test_a_failed_load_changes_nothing_and_a_broadcastable_shape_is_still_a_mismatch():
+    net = Net()
+    before = {k: v.copy() for k, v in net.state_dict().items()}
+    sd = Net(seed=1).state_dict()
+    sd["fc1.bias"] = np.ones(1, dtype=np.float32)  # NumPy would broadcast it into the (3,) bias
+    with pytest.raises(RuntimeError, match=r"shape mismatch for 'fc1.bias': checkpoint has \(1,\), this model has \(3,\)"):
+        net.load_state_dict(sd)
+    assert all(np.array_equal(net.state_dict()[k], v) for k, v in before.items())
+    sd = Net(seed=1).state_dict()
+    del sd["scale"]
+    with pytest.raises(RuntimeError, match="missing key"):
+        net.load_state_dict(sd)
+    assert all(np.array_equal(net.state_dict()[k], v) for k, v in before.items())
+
+
+def test_loading_copies_the_values_into_the_existing_arrays():
+    net, sd = Net(), Net(seed=1).state_dict()
+    weight, running = net.fc1.weight.data, net.norm.running_mean
+    net.load_state_dict(sd)
+    assert net.fc1.weight.data is weight and net.norm.running_mean is running
+    assert_close(weight, sd["fc1.weight"], rtol=0, atol=0)
+    sd["fc1.weight"][...] = 7.0  # the model does not share memory with the state dict
+    assert not np.any(weight == 7.0)
+
+
 def test_load_names_the_file(tmp_path):
     small = nn.Linear(2, 2, rng=0)
     path = small.save(tmp_path / "small.npz")
@@ -264,6 +322,35 @@ def test_init_helpers_and_errors():
         nn.Linear(2, 2, rng="seed")
     with pytest.raises(TypeError, match="dtype must be a floating-point type"):
         nn.Linear(2, 2, dtype=np.int32)
+
+
+# --------------------------------------------------------------------------------------------
+# The numerical gradient (chapter 5's check of cross-entropy's gradient)
+# --------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("shape", [(), (5,), (3, 4), (2, 3, 2)])
+def test_numerical_gradient_is_central_for_any_shape_and_restores_x(shape):
+    x = np.array(np.random.default_rng(0).standard_normal(shape) * 3)
+    saved = x.copy()
+    grad = numerical_gradient(lambda a: float((a**3).sum()), x, eps=1e-2)
+    assert grad.shape == x.shape and grad.dtype == np.float64
+    assert np.array_equal(x, saved)  # exactly: the original is put back, not recomputed
+    assert_close(grad, 3 * saved**2 + 1e-4, rtol=1e-9, atol=1e-9)  # a cubic's central difference, exactly
+
+
+def test_numerical_gradient_changes_x_in_place_for_a_function_that_reads_it_from_outside():
+    w = np.random.default_rng(1).standard_normal(4)
+    assert_close(numerical_gradient(lambda _: float(w @ w), w), 2 * w, rtol=1e-7)
+
+
+def test_cross_entropy_gradient_matches_its_numerical_gradient_and_the_formula():
+    z = np.random.default_rng(2).standard_normal((5, 4))
+    t = np.array([0, 3, 1, 1, 2])
+    logits = Tensor(z.copy(), requires_grad=True)
+    F.cross_entropy(logits, t).backward()
+    numeric = numerical_gradient(lambda a: F.cross_entropy(Tensor(a), t).item(), z)
+    softmax = np.exp(z) / np.exp(z).sum(axis=1, keepdims=True)
+    assert_close(logits.grad, numeric, rtol=1e-6, atol=1e-9)
+    assert_close(logits.grad, (softmax - np.eye(4)[t]) / 5, rtol=1e-10, atol=1e-12)
 
 
 # --------------------------------------------------------------------------------------------

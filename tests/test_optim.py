@@ -123,6 +123,27 @@ def test_parameters_without_gradient_are_skipped_and_keep_their_state():
     assert opt.state[a]["step"] == 1
 
 
+@pytest.mark.parametrize("make", [
+    lambda ps: optim.SGD(ps, lr=0.1, momentum=0.9, weight_decay=0.1),
+    lambda ps: optim.SGD(ps, lr=0.1, momentum=0.9, nesterov=True),
+    lambda ps: optim.Adam(ps, lr=0.1, weight_decay=0.1),
+    lambda ps: optim.AdamW(ps, lr=0.1),
+])
+def test_step_never_writes_into_a_gradient_nor_keeps_it(make):
+    """g is p.grad's own array: step() must leave it alone, and no state may share its memory
+    (the caller may reuse the array: gradient accumulation, a loop that refills it)."""
+    p = nn.Parameter(THETA0.copy())
+    opt = make([p])
+    arrays = [np.array(g) for g in GRADS]
+    for g in arrays:
+        p.grad = Tensor(g)
+        assert p.grad.data is g
+        opt.step()
+    assert all(np.array_equal(a, g) for a, g in zip(arrays, GRADS))
+    state = opt.state[p]
+    assert not any(isinstance(v, np.ndarray) and any(np.shares_memory(v, a) for a in arrays) for v in state.values())
+
+
 def test_float32_parameters_stay_float32():
     for make in (lambda ps: optim.SGD(ps, lr=0.1, momentum=0.9, weight_decay=1e-3), lambda ps: optim.Adam(ps), lambda ps: optim.AdamW(ps)):
         values = run_steps(make, dtype=np.float32)

@@ -1,6 +1,6 @@
 """Neural-network layers on top of the autograd engine, with PyTorch's names and conventions.
 
-Book: chapter 6. Tests: `tests/test_layers.py`, `tests/test_training.py`, `tests/test_nn_golden.py`.
+Book: chapters 5 and 6. Tests: `tests/test_layers.py`, `tests/test_training.py`, `tests/test_nn_golden.py`.
 
     >>> import numpy as np
     >>> from solutions import nn
@@ -13,10 +13,12 @@ from .layers import (
     AvgPool2d, BatchNorm1d, BatchNorm2d, Conv2d, CrossEntropyLoss, Dropout, Flatten, Identity,
     Linear, MaxPool2d, MSELoss, NLLLoss, ReLU, Sigmoid, Tanh,
 )
-from .module import LoadResult, Module, Parameter, Sequential
+from .module import LoadResult, Module, ModuleBase, Parameter, Sequential
+from .numerical import numerical_gradient
 
 __all__ = [
     "AvgPool2d", "BatchNorm1d", "BatchNorm2d", "Conv2d", "CrossEntropyLoss", "Dropout", "Flatten",
-    "Identity", "Linear", "LoadResult", "MSELoss", "MaxPool2d", "Module", "NLLLoss", "Parameter",
+    "Identity", "Linear", "LoadResult", "MSELoss", "MaxPool2d", "Module", "ModuleBase", "NLLLoss", "Parameter",
     "ReLU", "Sequential", "Sigmoid", "Tanh", "functional", "init",
+    "numerical_gradient",
 ]

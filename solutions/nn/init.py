@@ -1,6 +1,6 @@
 """Weight initialization, seedable: every function takes an `rng` (a `np.random.Generator`).
 
-Book: chapter 6. Tests: `tests/test_layers.py`.
+Book: chapter 5. Tests: `tests/test_layers.py`.
 
 Each function fills `tensor.data` in place and returns the tensor, as `torch.nn.init` does. Random
 numbers are drawn in float64 and then cast, so a float32 and a float64 model built from the same
@@ -101,10 +101,10 @@ def ones_(tensor: Tensor) -> Tensor:
 
 
 def _kaiming_std(tensor: Tensor, a: float, mode: str, nonlinearity: str) -> float:
-    fan_in, fan_out = fan_in_and_fan_out(tensor.shape)
+    """$\\text{gain}/\\sqrt{\\text{fan}}$, the fan chosen by `mode`."""
     if mode not in ("fan_in", "fan_out"):
         raise ValueError(f"kaiming init: mode must be 'fan_in' or 'fan_out', got {mode!r}")
-    fan = fan_in if mode == "fan_in" else fan_out
+    fan = fan_in_and_fan_out(tensor.shape)[0 if mode == "fan_in" else 1]
     return calculate_gain(nonlinearity, a) / math.sqrt(fan)
 
 
@@ -135,4 +135,5 @@ def xavier_uniform_(tensor: Tensor, gain: float = 1.0, rng: Any = None) -> Tenso
 def xavier_normal_(tensor: Tensor, gain: float = 1.0, rng: Any = None) -> Tensor:
     """$N(0, \\sigma^2)$ with $\\sigma = \\text{gain}\\sqrt{2/(\\text{fan\\_in}+\\text{fan\\_out})}$."""
     fan_in, fan_out = fan_in_and_fan_out(tensor.shape)
-    return normal_(tensor, 0.0, gain * math.sqrt(2.0 / (fan_in + fan_out)), rng)
+    std = gain * math.sqrt(2.0 / (fan_in + fan_out))
+    return normal_(tensor, 0.0, std, rng)
