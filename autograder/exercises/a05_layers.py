@@ -1,16 +1,18 @@
-"""Hidden checks of a05_layers: initialization, layers, the loss, optimizers and mini-batches.
+"""Hidden checks of a05_layers: the Module, initialization, layers, the loss and its numerical
+gradient, optimizers and mini-batches.
 
-The exercises are functions and methods of `solutions/nn/` (fan_in_and_fan_out, kaiming_uniform_,
-linear, dropout, batch_norm, cross_entropy), `solutions/optim.py` (SGD._update, Adam._update) and
-`solutions/data.py` (DataLoader.__iter__). Each is graded by the trusted judge: the student's answer
-runs in the sandbox's engine, where every other exercise is the reference, on inputs built there
-with that engine (Tensors, generators, datasets, running-statistics arrays); the same case runs
-through the reference engine here, and only plain data (arrays, numbers) crosses, so gradients are
-checked fully. Random parts (initialization, dropout masks, shuffling) draw from generators made in
-the sandbox and are checked by their contract, not by the reference's exact draws: bounds and
-variances, mask values and rates, permutations, reproducibility from the given generator.
-Optimizers are run for several steps with gradients set by hand and compared with PyTorch's update
-rules. Messages name the kind of mistake.
+The exercises are `solutions/nn/module.py`'s `Module` (its registration, walks and state dict),
+functions of `solutions/nn/` (fan_in_and_fan_out, kaiming_uniform_, xavier_uniform_, xavier_normal_,
+linear, dropout, batch_norm, cross_entropy, numerical_gradient), `solutions/optim.py` (SGD._update,
+Adam._update) and `solutions/data.py` (DataLoader.__iter__). Each is graded by the trusted judge: the
+student's answer runs in the sandbox's engine, where every other exercise is the reference, on
+inputs built there with that engine (Tensors, modules, generators, datasets, running-statistics
+arrays); the same case runs through the reference engine here, and only plain data (arrays,
+numbers) crosses, so gradients are checked fully. Random parts (initialization, dropout masks,
+shuffling) draw from generators made in the sandbox and are checked by their contract, not by the
+reference's exact draws: bounds and variances, mask values and rates, permutations,
+reproducibility from the given generator. Optimizers are run for several steps with gradients set
+by hand and compared with PyTorch's update rules. Messages name the kind of mistake.
 """
 from __future__ import annotations
 
@@ -74,6 +76,402 @@ def _raises(f, *args, **kwargs):
     except Exception as error:  # noqa: BLE001 (the student's code: any exception is an answer here)
         return error
     return None
+
+
+# --------------------------------------------------------------------------------------------
+# Module: registration, the walks, the state dict
+# --------------------------------------------------------------------------------------------
+def _kept(fn, *args):
+    """`fn(*args)` called in the sandbox with its result kept there (not copied here): a holder
+    whose `[0]` reads the result as it is *now*. A plain dict that a function returns would
+    otherwise be copied at once, hiding whether it shares its arrays with the model."""
+    np_s = current().module("numpy")
+    boxes = [np_s.array([None], dtype="O") for _ in args]
+    for box, arg in zip(boxes, args):
+        box[0] = arg
+    return np_s.frompyfunc(fn, len(args), 1)(*boxes)
+
+
+def _names(pairs, label: str, what: str) -> list[str]:
+    if not isinstance(pairs, list) or not all(isinstance(p, tuple) and len(p) == 2 for p in pairs):
+        raise GradingFailure(f"{label}: {what} must yield (name, object) pairs")
+    names = [p[0] for p in pairs]
+    if not all(isinstance(n, str) for n in names):
+        raise GradingFailure(f"{label}: the names {what} yields are strings")
+    return names
+
+
+class _Tree:
+    """The same small model built with the student's Module (in the sandbox) or the reference's:
+
+        root ── fc: weight, bias                         (assigned first)
+             ── block ── inner ── leaf: weight, buffer running   (a grandchild's grandchild)
+                      ── norm: weight, bias = None, buffer mean, buffer unused = None
+             ── tied: weight = fc.weight (a shared parameter)
+             ── again = block.inner (a shared module)
+             scale (the root's own parameter, assigned last), a plain Tensor, a number
+
+    `arrays` keeps each parameter's and buffer's array under its state_dict key; in the sandbox
+    they are proxies of the very arrays the model holds, so writing into them changes the model.
+    """
+
+    def __init__(self, Module, Parameter, Tensor, array, rng):
+        shapes = {"fc.weight": (3, 4), "fc.bias": (3,), "block.inner.leaf.weight": (2, 3),
+                  "block.inner.leaf.running": (2,), "block.norm.weight": (3,), "block.norm.mean": (3,),
+                  "scale": (1,)}
+        self.arrays = {key: array(rng.standard_normal(shape)) for key, shape in shapes.items()}
+        a = self.arrays
+        self.root = root = Module()
+        root.fc = Module()
+        root.fc.weight = Parameter(a["fc.weight"])
+        root.fc.bias = Parameter(a["fc.bias"])
+        root.block = Module()
+        root.block.inner = Module()
+        root.block.inner.leaf = Module()
+        root.block.inner.leaf.weight = Parameter(a["block.inner.leaf.weight"])
+        root.block.inner.leaf.register_buffer("running", a["block.inner.leaf.running"])
+        root.block.norm = Module()
+        root.block.norm.weight = Parameter(a["block.norm.weight"])
+        root.block.norm.register_parameter("bias", None)
+        root.block.norm.register_buffer("mean", a["block.norm.mean"])
+        root.block.norm.register_buffer("unused", None)
+        root.tied = Module()
+        root.tied.weight = root.fc.weight
+        root.again = root.block.inner
+        root.scale = Parameter(a["scale"])
+        root.plain = Tensor(np.ones(2), requires_grad=True)
+        root.number = 3
+
+
+def _reference_tree(rng_seed: int) -> _Tree:
+    from solutions import Tensor
+    from solutions.nn import Module, Parameter
+    return _Tree(Module, Parameter, Tensor, lambda a: a, np.random.default_rng(rng_seed))
+
+
+def _student_tree(Module, rng_seed: int) -> _Tree:
+    module = student_module("solutions.nn.module")
+    return run("building a model with your Module (Module(), attribute assignments, register_buffer)",
+               lambda: _Tree(Module, module.Parameter, student_engine().Tensor, in_sandbox,
+                             np.random.default_rng(rng_seed)))
+
+
+def _check_setattr(Module, rng):
+    Parameter = student_module("solutions.nn.module").Parameter
+    Tensor = student_engine().Tensor
+    label = "__setattr__"
+
+    def registry(m, which):
+        return list(run(f"{label}: reading self.{which}", lambda: list(getattr(m, which))))
+
+    m = run("Module()", Module)
+    w = Parameter(rng.standard_normal((3, 2)))
+    run(f"{label}: self.weight = Parameter(...)", lambda: setattr(m, "weight", w))
+    run(f"{label}: self.bias = Parameter(...)", lambda: setattr(m, "bias", Parameter(np.zeros(3))))
+    run(f"{label}: self.child = Module()", lambda: setattr(m, "child", Module()))
+    run(f"{label}: self.gain = Tensor(..., requires_grad=True)",
+        lambda: setattr(m, "gain", Tensor(np.ones(3), requires_grad=True)))
+    run(f"{label}: self.size = 3", lambda: setattr(m, "size", 3))
+    params, children = registry(m, "_parameters"), registry(m, "_modules")
+    if "gain" in params:
+        raise GradingFailure(f"{label}: only a Parameter is registered as a parameter; a plain Tensor, even one "
+                             "that requires grad, stays an ordinary attribute (the book's silent bug)")
+    if params != ["weight", "bias"]:
+        raise GradingFailure(f"{label}: a Parameter assigned to self.name goes into self._parameters under its "
+                             "name, in the order of assignment")
+    if children != ["child"]:
+        raise GradingFailure(f"{label}: a Module assigned to self.name goes into self._modules (a child)")
+    if not same_object(run(f"{label}: reading self.weight", lambda: m.weight), w) or \
+            run(f"{label}: reading self.size", lambda: m.size) != 3:
+        raise GradingFailure(f"{label}: after filing the value, set the attribute as usual "
+                             "(object.__setattr__(self, name, value)), so that self.name reads it back")
+    # assigning again: the same place, the new value
+    w2 = Parameter(rng.standard_normal((3, 2)))
+    run(f"{label}: self.weight = another Parameter", lambda: setattr(m, "weight", w2))
+    if registry(m, "_parameters") != ["weight", "bias"] or \
+            not same_object(run(label, lambda: m._parameters["weight"]), w2):
+        raise GradingFailure(f"{label}: assigning a new Parameter to an existing name replaces it in place: the "
+                             "name keeps its position, once")
+    error = run(f"{label}: self.weight = a plain Tensor", _raises, setattr, m, "weight", Tensor(np.ones((3, 2))))
+    if not isinstance(error, TypeError):
+        raise GradingFailure(f"{label}: assigning something other than a Parameter (or None) to a parameter's "
+                             "name must raise a TypeError that says to write to .data instead")
+    run(f"{label}: self.bias = None", lambda: setattr(m, "bias", None))
+    if registry(m, "_parameters") != ["weight", "bias"] or run(label, lambda: m._parameters["bias"]) is not None:
+        raise GradingFailure(f"{label}: None assigned to a parameter's name keeps the name reserved, with None "
+                             "(as bias=False does)")
+    # a name that changes kind moves to the other registry
+    run(f"{label}: self.child = Parameter(...)", lambda: setattr(m, "child", Parameter(np.ones(2))))
+    if "child" in registry(m, "_modules") or "child" not in registry(m, "_parameters"):
+        raise GradingFailure(f"{label}: a name lives in one registry at a time: a child's name given a Parameter "
+                             "becomes a parameter (remove it from self._modules)")
+    run(f"{label}: self.sub = Module(); self.sub = 5", lambda: (setattr(m, "sub", Module()), setattr(m, "sub", 5)))
+    if "sub" in registry(m, "_modules"):
+        raise GradingFailure(f"{label}: a child's name given something that is not a Module is no longer a child")
+    # buffers: a new array for a buffer's name keeps it a buffer
+    run(f"{label}: register_buffer('count', ...)", lambda: m.register_buffer("count", np.zeros(2)))
+    run(f"{label}: self.count = a new array", lambda: setattr(m, "count", np.ones(2)))
+    buffer = run(label, lambda: m._buffers["count"]) if "count" in registry(m, "_buffers") else None
+    if buffer is None or not np.array_equal(np.asarray(buffer), np.ones(2)):
+        raise GradingFailure(f"{label}: an ndarray assigned to a buffer's name stays a buffer, with the new array "
+                             "in self._buffers (BatchNorm reassigns its counter this way)")
+    error = run(f"{label}: self.count = 'text'", _raises, setattr, m, "count", "text")
+    if not isinstance(error, TypeError):
+        raise GradingFailure(f"{label}: a buffer's name takes an ndarray or None; anything else is a TypeError")
+
+
+def _check_named_modules(Module, rng):
+    label = "named_modules()"
+    want = [n for n, _ in _reference_tree(0).root.named_modules()]
+    tree = _student_tree(Module, 0)
+    got = _names(run(label, lambda: list(tree.root.named_modules())), label, "named_modules")
+    if got == want:
+        pairs = run(label, lambda: list(tree.root.named_modules()))
+        if not same_object(pairs[0][1], tree.root) or not same_object(pairs[2][1], tree.root.block):
+            raise GradingFailure(f"{label}: yield the modules themselves with their names")
+        prefixed = _names(run("named_modules(prefix='net')", lambda: list(tree.root.named_modules("net"))),
+                          "named_modules(prefix='net')", "named_modules")
+        if prefixed != ["net"] + [f"net.{n}" for n in want[1:]]:
+            raise GradingFailure("named_modules(prefix='net'): the module itself is named prefix, and every name "
+                                 "below starts with prefix + '.'")
+        return
+    if want[1:] == got:
+        raise GradingFailure(f"{label}: the module itself comes first, named prefix ('' at the top)")
+    if len(got) > len(want) and set(got) >= set(want):
+        raise GradingFailure(f"{label}: a module reachable twice (shared by two parents) is listed once, under "
+                             "its first name: remember the modules already seen")
+    if set(got) < set(want):
+        raise GradingFailure(f"{label}: every descendant, grandchildren and deeper too, not only the children: "
+                             "recurse into each child's named_modules")
+    if sorted(got) == sorted(want):
+        raise GradingFailure(f"{label}: depth first, in assignment order: a module, then each child's whole "
+                             "subtree in turn")
+    raise GradingFailure(f"{label}: wrong names; a child's name is its parent's name + '.' + its attribute")
+
+
+def _check_named_parameters(Module, rng):
+    label = "named_parameters()"
+    reference = _reference_tree(1)
+    want = [n for n, _ in reference.root.named_parameters()]
+    tree = _student_tree(Module, 1)
+    pairs = run(label, lambda: list(tree.root.named_parameters()))
+    got = _names(pairs, label, "named_parameters")
+    if got != want:
+        if "tied.weight" in got:
+            raise GradingFailure(f"{label}: a parameter shared by two modules (weight tying) is listed once, under "
+                                 "its first name: remember the parameters already yielded (by id)")
+        if "block.norm.bias" in got:
+            raise GradingFailure(f"{label}: a parameter set to None (bias=False) is not listed")
+        if "plain" in got:
+            raise GradingFailure(f"{label}: only Parameters are listed (a plain Tensor is not one)")
+        if set(got) < set(want):
+            raise GradingFailure(f"{label}: the parameters of every descendant, grandchildren and deeper too")
+        if sorted(got) == sorted(want):
+            raise GradingFailure(f"{label}: module by module in named_modules() order, each module's own "
+                                 "parameters first, in assignment order")
+        raise GradingFailure(f"{label}: wrong names; the dotted path of the module, then the attribute")
+    objects = dict(zip(got, [p for _, p in pairs]))
+    if not same_object(objects["fc.weight"], tree.root.fc.weight):
+        raise GradingFailure(f"{label}: yield the Parameter objects themselves (the optimizer updates them in "
+                             "place), not copies")
+    for kwargs, want_names, text in [
+        ({"recurse": False}, [n for n, _ in reference.root.named_parameters(recurse=False)], "recurse=False"),
+        ({"prefix": "net"}, [n for n, _ in reference.root.named_parameters(prefix="net")], "prefix='net'"),
+    ]:
+        got = _names(run(f"named_parameters({text})", lambda: list(tree.root.named_parameters(**kwargs))),
+                     f"named_parameters({text})", "named_parameters")
+        if got != want_names:
+            raise GradingFailure(f"named_parameters({text}): " + (
+                "recurse=False lists only the module's own parameters" if "recurse" in kwargs else
+                "every name starts with prefix + '.'"))
+    if [type_name(p) for p in run("parameters()", lambda: list(tree.root.parameters()))] != ["Parameter"] * len(want):
+        raise GradingFailure(f"{label}: parameters() (given) yields the parameters of named_parameters()")
+
+
+def _check_train(Module, rng):
+    tree = _student_tree(Module, 2)
+    root = tree.root
+    reference = _reference_tree(2)
+    names = [n for n, _ in reference.root.named_modules()]
+
+    def modes():
+        return [bool(run("reading .training", lambda m=m: m.training)) for _, m in
+                run("named_modules()", lambda: list(root.named_modules()))]
+
+    out = run("model.eval()", root.eval)
+    if not same_object(out, root):
+        raise GradingFailure("train(mode) returns the module itself, so that model.eval() and model.train() "
+                             "can be chained (model = Net().eval())")
+    flags = modes()
+    if len(flags) != len(names):
+        raise GradingFailure("train(): named_modules() is wrong, see its message")
+    if flags[0]:
+        raise GradingFailure("eval() (train(False)) sets training = False on the module itself too")
+    if any(flags):
+        raise GradingFailure("eval() must reach every descendant, grandchildren and deeper too, not only the "
+                             "children: walk self.modules()")
+    run("model.block.train()", root.block.train)
+    want = [n == "block" or n.startswith("block.") for n in names]
+    if modes() != want:
+        raise GradingFailure("train() on a sub-module sets its own subtree only (its parent stays in eval mode)")
+    run("model.train(True)", lambda: root.train(True))
+    if not all(modes()):
+        raise GradingFailure("train() (mode=True) sets training = True on the module and every descendant")
+
+
+def _check_state_dict(Module, rng):
+    label = "state_dict()"
+    reference = _reference_tree(3)
+    want = reference.root.state_dict()
+    tree = _student_tree(Module, 3)
+    holder = _kept(run("reading Module.state_dict", lambda: Module.state_dict), tree.root)
+    sd = run(label, lambda: holder[0])
+    keys = run(label, lambda: list(sd)) if not isinstance(sd, dict) else list(sd)
+    if not all(isinstance(k, str) for k in keys):
+        raise GradingFailure(f"{label}: return a dict from dotted names to arrays")
+    if keys != list(want):
+        buffers = [k for k in want if k.endswith(("running", "mean"))]
+        if all(k not in keys for k in buffers) and [k for k in want if k not in buffers] == keys:
+            raise GradingFailure(f"{label}: the buffers (running statistics, registered with register_buffer) are "
+                                 "part of the state too: a model restored without them is not the same model")
+        if set(keys) == set(want):
+            raise GradingFailure(f"{label}: module by module in named_modules() order, each module's parameters "
+                                 "then its buffers")
+        if "block.norm.bias" in keys or "block.norm.unused" in keys:
+            raise GradingFailure(f"{label}: a parameter or buffer set to None has no entry")
+        raise GradingFailure(f"{label}: one entry per parameter and buffer of every module, keyed by its dotted "
+                             "name (as named_parameters and named_buffers name them)")
+    for key in keys:
+        value = run(label, lambda k=key: sd[k])
+        if not isinstance(value, np.ndarray):
+            raise GradingFailure(f"{label}: each value is an ndarray (p.data for a parameter), got "
+                                 f"{type_name(value)}")
+        if value.shape != want[key].shape or not np.array_equal(value, want[key]):
+            raise GradingFailure(f"{label}: each value holds the parameter's (or buffer's) current values")
+    # training goes on: the model's arrays change in place; a state dict taken before must not
+    for key in ("fc.weight", "block.inner.leaf.running"):
+        run("changing the model in place", lambda k=key: tree.arrays[k].__setitem__(Ellipsis, 0.0))
+    later = run(label, lambda: holder[0])
+    for key in ("fc.weight", "block.inner.leaf.running"):
+        if not np.array_equal(np.asarray(run(label, lambda k=key: later[k])), want[key]):
+            kind = "parameter" if key == "fc.weight" else "buffer"
+            raise GradingFailure(f"{label}: the values must be copies (array.copy()): yours share memory with the "
+                                 f"model, so training after the state_dict() call changed a {kind} in it")
+
+
+def _check_load_state_dict(Module, rng):
+    label = "load_state_dict"
+    reference = _reference_tree(4)
+    keys = list(reference.root.state_dict())
+    source = _reference_tree(5).root.state_dict()  # other values, the same keys and shapes
+
+    def sandbox_state(state):
+        """`state` as a dict in the sandbox, and proxies of its arrays (writing into them changes it)."""
+        d = in_sandbox({})
+        kept = {}
+        for key, value in state.items():
+            kept[key] = in_sandbox(np.array(value))
+            run(label, lambda k=key: d.__setitem__(k, kept[k]))
+        return d, kept
+
+    def load(tree, state, strict=True):
+        d, kept = sandbox_state(state)
+        return run(f"{label}(state_dict{', strict=False' if not strict else ''})",
+                   lambda: tree.root.load_state_dict(d, strict)), kept
+
+    def load_error(tree, state, strict, what):
+        """The exception the student's load_state_dict raises (None if it returns)."""
+        d, _ = sandbox_state(state)
+        return run(f"{label} with {what}", lambda: _raises(tree.root.load_state_dict, d, strict))
+
+    def values(tree):
+        return {k: np.asarray(run(label, lambda a=a: np.asarray(a))) for k, a in tree.arrays.items()}
+
+    tree = _student_tree(Module, 4)
+    before = {k: np.asarray(a) for k, a in tree.arrays.items()}
+    _, kept = load(tree, source)
+    now = values(tree)
+    tied = run(label, lambda: np.asarray(tree.root.tied.weight.data))
+    if all(np.array_equal(now[k], before[k]) for k in now):
+        current_values = run(label, lambda: np.asarray(tree.root.fc.weight.data))
+        if np.array_equal(current_values, source["fc.weight"]):
+            raise GradingFailure(f"{label}: copy the values into the model's existing arrays, in place "
+                                 "(array[...] = value): whoever holds them (an optimizer, the other module of "
+                                 "a shared weight) must see the new values")
+        raise GradingFailure(f"{label}: nothing was loaded: copy each value into the model's array in place "
+                             "(array[...] = value); rebinding a name (array = value) does not change the model")
+    for key in now:
+        if not np.array_equal(now[key], source[key]):
+            kind = "buffer" if key.endswith(("running", "mean")) else "parameter"
+            raise GradingFailure(f"{label}: every parameter and buffer of every module is loaded, in place "
+                                 f"(array[...] = value); a {kind} was not")
+    if not np.array_equal(tied, source["fc.weight"]):
+        raise GradingFailure(f"{label}: a shared parameter must show the loaded values under both names")
+    for key in ("fc.weight", "block.norm.mean"):
+        run("changing the state dict after loading", lambda k=key: kept[k].__setitem__(Ellipsis, 7.0))
+    if any(np.any(values(tree)[k] == 7.0) for k in ("fc.weight", "block.norm.mean")):
+        raise GradingFailure(f"{label}: copy the values: yours makes the model share memory with the state dict, "
+                             "so changing the dict afterwards changes the model")
+    # strict: missing and unexpected keys are errors that name them; nothing changes then
+    for drop, extra, what in [("block.inner.leaf.running", None, "a missing key"),
+                              (None, "block.extra", "an unexpected key")]:
+        tree = _student_tree(Module, 4)
+        state = {k: v for k, v in source.items() if k != drop}
+        if extra:
+            state[extra] = np.zeros(2)
+        before = values(tree)
+        error = load_error(tree, state, True, what)
+        name = drop or extra
+        if not isinstance(error, RuntimeError):
+            raise GradingFailure(f"{label} with strict=True and {what}: raise a RuntimeError that names the key"
+                                 + (" (yours raised nothing)" if error is None else ""))
+        if name not in str(error):
+            raise GradingFailure(f"{label} with strict=True and {what}: the error must name the key")
+        if any(not np.array_equal(values(tree)[k], before[k]) for k in before):
+            raise GradingFailure(f"{label}: check every key and shape before changing anything: a load that "
+                                 "fails must leave the model as it was")
+        result, _ = load(tree, state, strict=False)
+        missing = run(label, lambda: list(result.missing_keys))
+        unexpected = run(label, lambda: list(result.unexpected_keys))
+        if missing != ([drop] if drop else []) or unexpected != ([extra] if extra else []):
+            raise GradingFailure(f"{label} with strict=False: load what matches and return "
+                                 "LoadResult(missing_keys, unexpected_keys), lists of the keys")
+        if not np.array_equal(values(tree)["fc.weight"], source["fc.weight"]):
+            raise GradingFailure(f"{label} with strict=False: the keys that match are loaded")
+    # a shape mismatch is always an error naming the key and both shapes, even a broadcastable one
+    for shape in [(1,), (2, 3)]:
+        tree = _student_tree(Module, 4)
+        state = dict(source)
+        state["fc.bias"] = np.ones(shape)
+        before = values(tree)
+        error = load_error(tree, state, False, "a shape mismatch")
+        if not isinstance(error, RuntimeError):
+            raise GradingFailure(f"{label}: a value whose shape differs from the parameter's must raise a "
+                                 "RuntimeError naming the key and both shapes, even with strict=False and even "
+                                 "when NumPy could broadcast it" + (" (yours raised nothing)" if error is None
+                                                                    else ""))
+        text = str(error)
+        if "fc.bias" not in text or str(shape) not in text or "(3,)" not in text:
+            raise GradingFailure(f"{label}: the shape-mismatch error names the key and both shapes")
+        if any(not np.array_equal(values(tree)[k], before[k]) for k in before):
+            raise GradingFailure(f"{label}: check every key and shape before changing anything: a load that "
+                                 "fails must leave the model as it was")
+    assert keys  # the reference tree has state
+
+
+@graded("a05-module", "solutions.nn.module:Module",
+        regions=("__setattr__", "named_modules", "named_parameters", "train", "_state_arrays", "state_dict",
+                 "load_state_dict"),
+        points=4, title="Module")
+def check_module(Module, rng):
+    cls = prepare(Module, "a05-module", "class")
+    with time_limit(TIME_LIMIT, _slow("Module")):
+        _check_setattr(cls, rng)
+        _check_named_modules(cls, rng)
+        _check_named_parameters(cls, rng)
+        _check_train(cls, rng)
+        _check_state_dict(cls, rng)
+        _check_load_state_dict(cls, rng)
 
 
 # --------------------------------------------------------------------------------------------
@@ -161,6 +559,112 @@ def check_kaiming_uniform(kaiming_uniform_, rng):
             raise GradingFailure(f"{label}: the values must be uniform on (-b, b), b = gain * sqrt(3/fan)")
 
 
+def _filled(label: str, name: str, f, shape, dtype, seed: int, **kwargs) -> np.ndarray:
+    """Run an init function on a zero tensor of the student's engine; check the in-place contract
+    (returns the very tensor, keeps shape and dtype, draws from the given generator)."""
+    Tensor = student_engine().Tensor
+    t = Tensor(np.zeros(shape, dtype=dtype))
+    out = run(f"{label}: {name}", lambda: f(t, rng=_student_rng(seed), **kwargs))
+    if not same_object(out, t):
+        raise GradingFailure(f"{label}: fill the tensor in place and return it (return tensor), as torch.nn.init does")
+    w = np.asarray(t.data)
+    if w.shape != shape or w.dtype != dtype:
+        raise GradingFailure(f"{label}: keep the tensor's shape and dtype (fill tensor.data in place)")
+    if not np.any(w):
+        raise GradingFailure(f"{label}: the tensor is still all zeros: draw the values into it")
+    t2 = Tensor(np.zeros(shape, dtype=dtype))
+    run(f"{label}: {name}", lambda: f(t2, rng=_student_rng(seed), **kwargs))
+    if not np.array_equal(np.asarray(t2.data), w):
+        raise GradingFailure(f"{label}: draw from the generator `rng` you are given, so that a seeded model is the "
+                             "same model every time")
+    return w.astype(np.float64)
+
+
+XAVIER_CASES = [
+    # label, shape, gain, dtype
+    ("the default gain 1 on a (300, 400) Linear weight", (300, 400), None, np.float64),
+    ("gain 5/3 (tanh) on a (64, 32, 3, 3) conv weight", (64, 32, 3, 3), 5.0 / 3, np.float64),
+    ("gain sqrt(2) (relu) on a (200, 500) weight, float32", (200, 500), math.sqrt(2.0), np.float32),
+    ("gain 0.5 on a (40, 16, 5, 5) conv weight", (40, 16, 5, 5), 0.5, np.float64),
+]
+
+
+def _xavier_std(shape, gain, fans=None) -> float:
+    from solutions.nn import init
+    fan_in, fan_out = fans or init.fan_in_and_fan_out(shape)
+    return gain * math.sqrt(2.0 / (fan_in + fan_out))
+
+
+def _xavier_mistakes(shape, gain, std: float) -> list[tuple[float, str]]:
+    """(the standard deviation a classic mistake gives, its message), for a sample whose std is off."""
+    out = []
+    if gain != 1.0:
+        out.append((std / gain, "the gain is missing: multiply by gain"))
+    if len(shape) > 2:
+        out.append((_xavier_std(shape, gain, (shape[1], shape[0])), "a conv weight's fans include its receptive "
+                    "field (the kernel size): take them from fan_in_and_fan_out(tensor.shape), not from shape[0] "
+                    "and shape[1]"))
+    out.append((gain * math.sqrt(1.0 / math.prod(shape[1:])), "Xavier averages both fans: the variance is "
+                "2 gain^2 / (fan_in + fan_out), not gain^2 / fan_in"))
+    return out
+
+
+@graded("a05-xavier-uniform", "solutions.nn.init:xavier_uniform_", points=1, title="xavier_uniform_")
+def check_xavier_uniform(xavier_uniform_, rng):
+    f = prepare(xavier_uniform_, "a05-xavier-uniform", "function")
+    with time_limit(TIME_LIMIT, _slow("xavier_uniform_")):
+        for label, shape, gain, dtype in XAVIER_CASES:
+            kwargs = {} if gain is None else {"gain": gain}
+            gain = 1.0 if gain is None else gain
+            w = _filled(label, "xavier_uniform_", f, shape, dtype, int(rng.integers(1 << 30)), **kwargs)
+            std = _xavier_std(shape, gain)
+            bound = math.sqrt(3.0) * std
+            observed, sample_std = float(np.max(np.abs(w))), float(np.std(w))
+            if bound * 0.98 <= observed <= bound * (1 + 1e-5) and abs(sample_std / std - 1) < 0.03 \
+                    and abs(float(np.mean(w))) < 0.02 * bound:
+                continue
+            if abs(observed / std - 1) < 0.03:
+                raise GradingFailure(f"{label}: U(-b, b) has variance b^2/3, so the bound is b = gain * sqrt(6 / "
+                                     "(fan_in + fan_out)); yours is the standard deviation gain * sqrt(2 / ...)")
+            if abs(sample_std / std - 1) < 0.03 and observed > 1.2 * bound:
+                raise GradingFailure(f"{label}: xavier_uniform_ draws from a uniform distribution U(-b, b), not a "
+                                     "normal one")
+            for wrong, message in _xavier_mistakes(shape, gain, std):
+                if abs(sample_std / wrong - 1) < 0.03:
+                    raise GradingFailure(f"{label}: {message}")
+            raise GradingFailure(f"{label}: the values must be uniform on (-b, b), b = gain * sqrt(6 / (fan_in + "
+                                 "fan_out))")
+
+
+@graded("a05-xavier-normal", "solutions.nn.init:xavier_normal_", points=1, title="xavier_normal_")
+def check_xavier_normal(xavier_normal_, rng):
+    f = prepare(xavier_normal_, "a05-xavier-normal", "function")
+    with time_limit(TIME_LIMIT, _slow("xavier_normal_")):
+        for label, shape, gain, dtype in XAVIER_CASES:
+            kwargs = {} if gain is None else {"gain": gain}
+            gain = 1.0 if gain is None else gain
+            w = _filled(label, "xavier_normal_", f, shape, dtype, int(rng.integers(1 << 30)), **kwargs)
+            std = _xavier_std(shape, gain)
+            sample_std, peak = float(np.std(w)), float(np.max(np.abs(w)))
+            normal_tails = peak > 3.3 * sample_std  # a uniform sample never exceeds sqrt(3) of its std
+            if abs(sample_std / std - 1) < 0.03 and abs(float(np.mean(w))) < 0.02 * std and normal_tails:
+                continue
+            if abs(sample_std / std - 1) < 0.03 and not normal_tails:
+                raise GradingFailure(f"{label}: xavier_normal_ draws from a normal distribution N(0, std^2) "
+                                     "(normal_), not a uniform one")
+            if abs(sample_std / (math.sqrt(3.0) * std) - 1) < 0.03:
+                raise GradingFailure(f"{label}: the standard deviation is gain * sqrt(2 / (fan_in + fan_out)); "
+                                     "yours is the uniform version's bound gain * sqrt(6 / ...)")
+            if abs(sample_std / std**2 - 1) < 0.03:
+                raise GradingFailure(f"{label}: normal_ takes the standard deviation, the square root of the "
+                                     "variance 2 gain^2 / (fan_in + fan_out); yours passes the variance")
+            for wrong, message in _xavier_mistakes(shape, gain, std):
+                if abs(sample_std / wrong - 1) < 0.03:
+                    raise GradingFailure(f"{label}: {message}")
+            raise GradingFailure(f"{label}: the values must be N(0, std^2) with std = gain * sqrt(2 / (fan_in + "
+                                 "fan_out))")
+
+
 # --------------------------------------------------------------------------------------------
 # linear, dropout, batch_norm, cross_entropy (composites: gradients come from the engine's ops)
 # --------------------------------------------------------------------------------------------
@@ -224,6 +728,9 @@ def check_linear(linear, rng):
     if not isinstance(error, ValueError):
         raise GradingFailure("an input with 3 features and a weight expecting 5 must raise a ValueError naming "
                              "both shapes (check x.shape[-1] against weight.shape[1])")
+    if "(2, 3)" not in str(error) or "(4, 5)" not in str(error):
+        raise GradingFailure("the ValueError for mismatched features must name both shapes, x's and the "
+                             "weight's (as tuples, e.g. (2, 3) and (4, 5)), so that the caller sees which is wrong")
 
 
 def rng_upstream(x, w):
@@ -298,6 +805,16 @@ def check_dropout(dropout, rng):
                                  "that a seeded layer drops the same units on every run")
         if not np.allclose(first[first != 0], 2 * x[first != 0]):
             raise GradingFailure("for an arbitrary x, every kept element is x / (1-p) (here p = 0.5)")
+        for p in (-0.1, 1.5):
+            if not isinstance(run(f"dropout with p = {p}", _raises, f, _t(np.ones(3)), p, True, _student_rng(1)),
+                              ValueError):
+                raise GradingFailure(f"p = {p} is not a probability: raise a ValueError for p outside [0, 1]")
+        label = "training with rng=None"
+        out = _tensor_result(label, "dropout", run(f"{label}: dropout", f, _t(np.ones((40, 50))), 0.5, True, None),
+                             (40, 50))
+        v = np.asarray(out.data)
+        if not (np.all((v == 0) | (v == 2.0)) and 0.35 < (v == 0).mean() < 0.65):
+            raise GradingFailure(f"{label}: without a generator draw the mask from a fresh np.random.default_rng()")
         label = "training with p = 1"
         xt = Tensor(rng.standard_normal((3, 4)), requires_grad=True)
         out = _tensor_result(label, "dropout", run(f"{label}: dropout", f, xt, 1.0, True, _student_rng(1)),
@@ -500,9 +1017,105 @@ def check_cross_entropy(cross_entropy, rng):
             raise GradingFailure(f"{label}: the gradient with respect to the logits is wrong: build the loss with "
                                  "Tensor operations (log_softmax, indexing, mean), not on .data")
     logits = _t(rng.standard_normal((3, 4)))
-    if not isinstance(run("a target out of range: cross_entropy", _raises, f, logits, np.array([0, 4, 1])), IndexError):
-        raise GradingFailure("a target class outside [0, K) must raise an IndexError (check the targets with the "
-                             "given _class_targets)")
+    for what, target, error_type in [("a target out of range", np.array([0, 4, 1]), IndexError),
+                                     ("one target too few", np.array([0, 1]), ValueError),
+                                     ("float targets", np.array([0.0, 1.0, 2.0]), TypeError)]:
+        if not isinstance(run(f"{what}: cross_entropy", _raises, f, logits, target), error_type):
+            raise GradingFailure(f"{what}: check the targets with the given _class_targets(\"cross_entropy\", "
+                                 f"logits, target), which raises a {error_type.__name__} for them")
+
+
+# --------------------------------------------------------------------------------------------
+# The numerical gradient (central differences), as chapter 5 checks cross-entropy's gradient
+# --------------------------------------------------------------------------------------------
+def _central(f, x: np.ndarray, eps: float) -> np.ndarray:
+    """The central differences of f at x, here (x is not changed)."""
+    grad = np.zeros(x.shape)
+    for i in np.ndindex(x.shape):
+        plus, minus = x.copy(), x.copy()
+        plus[i] += eps
+        minus[i] -= eps
+        grad[i] = (f(plus) - f(minus)) / (2 * eps)
+    return grad
+
+
+def _one_sided(f, x: np.ndarray, eps: float) -> np.ndarray:
+    grad = np.zeros(x.shape)
+    for i in np.ndindex(x.shape):
+        plus = x.copy()
+        plus[i] += eps
+        grad[i] = (f(plus) - f(x)) / eps
+    return grad
+
+
+@graded("a05-numerical-gradient", "solutions.nn.numerical:numerical_gradient", points=2, title="numerical_gradient")
+def check_numerical_gradient(numerical_gradient, rng):
+    np_s = current().module("numpy")
+    f = prepare(numerical_gradient, "a05-numerical-gradient", "function")
+
+    def call(label, fn, x, *eps):
+        """numerical_gradient(fn, x, *eps) on a sandbox copy of x; (the result, x as it is afterwards)."""
+        xs = in_sandbox(x.copy())
+        grad = run(f"{label}: numerical_gradient", f, fn, xs, *eps,
+                   hint=lambda e: "x may have any shape, even 0-d: loop over np.ndindex(x.shape)"
+                   if x.ndim != 1 and getattr(e, "remote_type", "") in ("IndexError", "TypeError") else None)
+        after = np.asarray(xs)
+        if not isinstance(grad, np.ndarray) or grad.shape != x.shape:
+            raise GradingFailure(f"{label}: return an ndarray of x's shape, one partial derivative per entry"
+                                 + ("" if isinstance(grad, np.ndarray) else f" (got {type_name(grad)})"))
+        if not np.array_equal(after, x):
+            if np.allclose(after, x, rtol=1e-12, atol=0):
+                raise GradingFailure(f"{label}: x must come back exactly: keep each entry's original value and put "
+                                     "it back (x[i] = original); adding and subtracting eps again is off in the "
+                                     "last bits")
+            raise GradingFailure(f"{label}: x must be restored: after its two evaluations, put each entry back to "
+                                 "its original value (the caller's array is changed in place)")
+        return grad.astype(np.float64)
+
+    norm = np.linalg.norm
+    with time_limit(TIME_LIMIT, _slow("numerical_gradient")):
+        for label, shape, eps in [("f = the norm of x, x of shape (6,), eps 1e-3", (6,), 1e-3),
+                                  ("f = the norm of x, x of shape (3, 4), eps 1e-3", (3, 4), 1e-3),
+                                  ("f = the norm of x, x of shape (2, 3, 2), eps 1e-2", (2, 3, 2), 1e-2),
+                                  ("f = the norm of x, a 0-d x, eps 1e-3", (), 1e-3)]:
+            x = np.array(rng.standard_normal(shape) + 0.5)  # an ndarray, even 0-d
+            got = call(label, np_s.linalg.norm, x, eps)
+            want = _central(norm, x, eps)
+            if np.allclose(got, want, rtol=1e-6, atol=1e-9):
+                continue
+            if np.allclose(got, 2 * want, rtol=1e-6, atol=1e-9):
+                raise GradingFailure(f"{label}: the two points x - eps and x + eps are 2 eps apart: divide the "
+                                     "difference by 2 eps")
+            if np.allclose(got, _one_sided(norm, x, eps), rtol=1e-6, atol=1e-9):
+                raise GradingFailure(f"{label}: use central differences, (f(x + eps) - f(x - eps)) / (2 eps), "
+                                     "accurate to O(eps^2); yours is one-sided, (f(x + eps) - f(x)) / eps, only "
+                                     "O(eps)")
+            if np.allclose(got, _central(norm, x, 1e-6), rtol=1e-4, atol=1e-7):
+                raise GradingFailure(f"{label}: use the eps you are given")
+            if len(shape) != 1:
+                raise GradingFailure(f"{label}: wrong values for an x of {len(shape)} dimension(s): every entry "
+                                     "of x has its own partial derivative, whatever x's shape (np.ndindex(x.shape))")
+            raise GradingFailure(f"{label}: wrong values; grad[i] = (f(x + eps e_i) - f(x - eps e_i)) / (2 eps)")
+        # the default eps: f = the variance (quadratic: central differences are exact up to rounding)
+        label = "f = the variance of x, x of shape (8,), the default eps"
+        x = rng.standard_normal(8)
+        got = call(label, np_s.var, x)
+        if not np.allclose(got, 2 * (x - x.mean()) / x.size, rtol=1e-4, atol=1e-6):
+            raise GradingFailure(f"{label}: wrong values with the default eps = 1e-6")
+        # f may read x from outside: x.dot(arg) is x . x only when the argument *is* x, changed in place
+        label = "f = x.dot, which reads x itself as well as its argument"
+        x = rng.standard_normal(5)
+        xs = in_sandbox(x.copy())
+        got = run(f"{label}: numerical_gradient", f, xs.dot, xs, 1e-4)
+        if not isinstance(got, np.ndarray) or got.shape != x.shape:
+            raise GradingFailure(f"{label}: return an ndarray of x's shape")
+        if not np.array_equal(np.asarray(xs), x):
+            raise GradingFailure(f"{label}: x must be restored exactly after each entry")
+        if np.allclose(got, x, rtol=1e-5, atol=1e-8):
+            raise GradingFailure(f"{label}: change x itself, in place (x[i] = original + eps), and call f(x): f may "
+                                 "read x from outside (lambda _: loss(W)), so perturbing a copy misses it")
+        if not np.allclose(got, 2 * x, rtol=1e-5, atol=1e-8):
+            raise GradingFailure(f"{label}: wrong values; grad[i] = (f(x + eps e_i) - f(x - eps e_i)) / (2 eps)")
 
 
 # --------------------------------------------------------------------------------------------
@@ -512,19 +1125,45 @@ SHAPES = [(3, 4), (5,)]
 STEPS = 4
 
 
-def _run_optimizer(E, cls, kwargs, grads, p0, label, name):
-    """Each parameter's values after each step, with `cls` and Tensors of engine E: the student's
-    (in the sandbox, where `p.data` is changed in place; reading it here copies it) or the reference."""
+def _run_optimizer(E, cls, kwargs, grads, p0, label, name, student=False, change_first=False):
+    """Each parameter's values after each step, and the optimizer, with `cls` and Tensors of engine E:
+    the student's (`student=True`: in the sandbox, where `p.data` is changed in place; reading it
+    here copies it) or the reference.
+
+    The student's gradients are arrays kept in the sandbox, so that `p.grad.data` *is* the array
+    given: after every step each one must still hold what the caller put there (step() must not
+    write into a gradient). With `change_first`, the caller then overwrites the first step's
+    gradients with zeros (as code that reuses its gradient arrays would), which must not change
+    what the optimizer keeps."""
     Tensor = E.Tensor
     params = [Tensor(a.copy(), requires_grad=True) for a in p0]
     opt = run(f"{label}: {name}(...)", lambda: cls(params, **kwargs))
-    history = []
+    history, given = [], []
     for step, gs in enumerate(grads):
         for p, g in zip(params, gs):
-            p.grad = None if g is None else Tensor(g.copy())
+            if g is None:
+                p.grad = None
+                continue
+            array = in_sandbox(g.copy()) if student else g.copy()
+            p.grad = Tensor(array)
+            given.append([array, g.copy()])
         run(f"{label}: {name}.step()", opt.step)
         history.append([np.array(p.data, dtype=np.float64) for p in params])
-    return history
+        if student and any(not np.array_equal(np.asarray(array), values) for array, values in given):
+            raise GradingFailure(f"{label}: {name}.step() changed a gradient array: g is p.grad's own array, so "
+                                 "compute new arrays (g = g + ..., never g += ... or g *= ...), and start any state "
+                                 "from a copy of the gradient (g.copy()), never from g itself")
+        if change_first and step == 0:
+            for entry in given:
+                entry[0][...] = 0.0
+                entry[1][...] = 0.0
+    return history, opt
+
+
+def _saved_state(opt, label: str, name: str) -> dict:
+    """The optimizer's per-parameter state by parameter position, as Optimizer.state_dict saves it."""
+    state = run(f"{label}: {name}.state_dict() (given)", lambda: opt.state_dict())["state"]
+    return {int(k): v for k, v in state.items()}
 
 
 def _same(a, b, dtype=np.float64) -> bool:
@@ -596,9 +1235,17 @@ def check_sgd(SGD, rng):
                                                                        if k in (1, 3) else "")
             p0 = [rng.standard_normal(s).astype(dtype) for s in SHAPES]
             grads = _grads(rng, dtype, skip=k in (1, 3))
-            got = _run_optimizer(S, cls, kwargs, grads, p0, label, "SGD")
-            want = _run_optimizer(R, reference, kwargs, grads, p0, label, "SGD")
+            got, opt = _run_optimizer(S, cls, kwargs, grads, p0, label, "SGD", student=True)
+            want, ref_opt = _run_optimizer(R, reference, kwargs, grads, p0, label, "SGD")
             if _same(got, want, dtype):
+                if kwargs.get("momentum"):
+                    state, ref_state = _saved_state(opt, label, "SGD"), _saved_state(ref_opt, label, "SGD")
+                    for i, ref in ref_state.items():
+                        buf = state.get(i, {}).get("momentum_buffer") if isinstance(state.get(i), dict) else None
+                        if buf is None or not close(np.asarray(buf), ref["momentum_buffer"], dtype):
+                            raise GradingFailure(f"{label}: keep the momentum buffer b in "
+                                                 "state['momentum_buffer'] (Optimizer.state_dict saves it in a "
+                                                 "checkpoint)")
                 continue
             variants = [("wd-sign", "weight decay adds lambda * theta to the gradient (g + lambda theta); yours "
                                     "subtracts it, which makes the weights grow"),
@@ -617,7 +1264,18 @@ def check_sgd(SGD, rng):
                 raise GradingFailure(f"{label}: the first step is already wrong: theta <- theta - lr * d, with d the "
                                      "gradient (plus weight decay), or the momentum buffer b_1 = g_1")
             raise GradingFailure(f"{label}: the steps after the first are wrong: b_t = mu b_(t-1) + (1 - dampening) "
-                                 "g_t, updated in place in the state")
+                                 "g_t, kept in the state between steps")
+        # the caller reuses its gradient arrays after a step: the buffer must not be one of them
+        label = f"momentum 0.9, {STEPS} steps, the gradient arrays overwritten by the caller after the first step"
+        kwargs = dict(lr=0.1, momentum=0.9)
+        p0 = [rng.standard_normal(s) for s in SHAPES]
+        grads = _grads(rng, np.float64)
+        got, _ = _run_optimizer(S, cls, kwargs, grads, p0, label, "SGD", student=True, change_first=True)
+        want, _ = _run_optimizer(R, reference, kwargs, grads, p0, label, "SGD", change_first=True)
+        if not _same(got, want):
+            raise GradingFailure(f"{label}: the momentum buffer must start as a copy of the gradient "
+                                 "(np.array(g, copy=True)): yours shares memory with p.grad, so a gradient changed "
+                                 "after step() changed the buffer")
 
 
 @np.errstate(all="ignore")
@@ -677,9 +1335,22 @@ def check_adam(Adam, rng):
             grads = _grads(rng, dtype, skip=k == 1)
             student = _sandbox_subclass(cls, "AdamW", {"_decoupled": True}) if decoupled else cls
             ref = type("AdamW", (reference,), {"_decoupled": True}) if decoupled else reference
-            got = _run_optimizer(S, student, kwargs, grads, p0, label, "Adam")
-            want = _run_optimizer(R, ref, kwargs, grads, p0, label, "Adam")
+            got, opt = _run_optimizer(S, student, kwargs, grads, p0, label, "Adam", student=True)
+            want, ref_opt = _run_optimizer(R, ref, kwargs, grads, p0, label, "Adam")
             if _same(got, want, dtype):
+                state, ref_state = _saved_state(opt, label, "Adam"), _saved_state(ref_opt, label, "Adam")
+                for i, reference_state in ref_state.items():
+                    mine = state.get(i)
+                    if not isinstance(mine, dict) or any(k not in mine for k in ("step", "exp_avg", "exp_avg_sq")):
+                        raise GradingFailure(f"{label}: keep the state in state['step'], state['exp_avg'] and "
+                                             "state['exp_avg_sq'] (Optimizer.state_dict saves them in a checkpoint)")
+                    if int(np.asarray(mine["step"])) != reference_state["step"]:
+                        raise GradingFailure(f"{label}: state['step'] counts the steps of *this* parameter (one "
+                                             "without a gradient in a step does not advance)")
+                    if not (close(np.asarray(mine["exp_avg"]), reference_state["exp_avg"], dtype) and
+                            close(np.asarray(mine["exp_avg_sq"]), reference_state["exp_avg_sq"], dtype)):
+                        raise GradingFailure(f"{label}: state['exp_avg'] and state['exp_avg_sq'] hold the moments m "
+                                             "and v (not bias-corrected)")
                 continue
             variants = [
                 ("no-bias-correction", "the bias correction is missing: m and v start at 0, so divide them by "

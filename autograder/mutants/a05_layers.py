@@ -1,4 +1,5 @@
-"""Classic student bugs in a05_layers (init, layers, loss, optimizers, batches), one solution region each.
+"""Classic student bugs in a05_layers (Module, init, layers, loss, numerical gradient, optimizers,
+batches), one solution region each.
 
 `autograder check a05_layers` plants each one in the source notebook and expects it to lose points on
 its own exercise only; `tests/test_exercises.py` plants each one in the solutions/ source and
@@ -7,6 +8,82 @@ expects the hidden check to fail with a message containing `EXPECTED[mutant id]`
 from autograder.mutants import Mutant
 
 MUTANTS = [
+    Mutant(
+        id="module-tensor-is-parameter",
+        exercise="a05-module",
+        find="if isinstance(value, Parameter):",
+        replace="if isinstance(value, Tensor):",
+        why="any Tensor assigned to a module is registered as a parameter, not only a Parameter",
+    ),
+    Mutant(
+        id="module-shared-module-twice",
+        exercise="a05-module",
+        find="        if id(self) in memo:\n            return\n",
+        replace="",
+        why="named_modules without a memo: a module shared by two parents is walked twice",
+    ),
+    Mutant(
+        id="module-shared-parameter-twice",
+        exercise="a05-module",
+        find="if p is not None and id(p) not in seen:",
+        replace="if p is not None:",
+        why="a tied weight is listed twice by named_parameters (an optimizer would step it twice)",
+    ),
+    Mutant(
+        id="module-eval-children-only",
+        exercise="a05-module",
+        find="for m in self.modules():",
+        replace="for m in [self, *self.children()]:",
+        why="train()/eval() set the flag on the direct children only, not on grandchildren",
+    ),
+    Mutant(
+        id="module-state-dict-live-arrays",
+        exercise="a05-module",
+        find="(key, array.copy())",
+        replace="(key, array)",
+        why="state_dict returns the model's live arrays: training afterwards changes the checkpoint",
+    ),
+    Mutant(
+        id="module-state-dict-no-buffers",
+        exercise="a05-module",
+        find=("            for name, b in m._buffers.items():\n                if b is not None:\n"
+              "                    arrays[dot + name] = b\n"),
+        replace="",
+        why="state_dict forgets the buffers (BatchNorm's running statistics)",
+    ),
+    Mutant(
+        id="module-load-rebinds-loop-variable",
+        exercise="a05-module",
+        find="array[...] = state_dict[key]",
+        replace="array = state_dict[key]",
+        why="load_state_dict rebinds a loop variable instead of writing into the array: nothing is loaded",
+    ),
+    Mutant(
+        id="module-load-no-shape-check",
+        exercise="a05-module",
+        find=("        for key, array in own.items():\n            if key in state_dict and np.shape(state_dict[key]) "
+              "!= array.shape:\n"),
+        replace="        for key, array in own.items():\n            if False:\n",
+        why="no shape check: a (1,) checkpoint value is broadcast silently into a (3,) bias",
+    ),
+    Mutant(
+        id="module-load-partial",
+        exercise="a05-module",
+        find=("        if errors:  # every check before any change: a failed load leaves the model as it was\n"
+              "            raise RuntimeError("),
+        replace=("        for key, array in own.items():\n            if key in state_dict and np.shape(state_dict[key]) "
+                 "== array.shape:\n                array[...] = state_dict[key]\n"
+                 "        if errors:\n            raise RuntimeError("),
+        why="a failing load raises only after it has already written the keys that matched",
+    ),
+    Mutant(
+        id="module-load-ignores-missing-keys",
+        exercise="a05-module",
+        find=("        if strict and missing:\n"
+              "            errors.append(\"missing key(s): \" + \", \".join(repr(key) for key in missing))\n"),
+        replace="",
+        why="strict loading does not report the keys missing from the checkpoint",
+    ),
     Mutant(
         id="fan-no-receptive-field",
         exercise="a05-fan-in-fan-out",
@@ -20,6 +97,41 @@ MUTANTS = [
         find="bound = math.sqrt(3.0) * _kaiming_std(tensor, a, mode, nonlinearity)",
         replace="bound = _kaiming_std(tensor, a, mode, nonlinearity)",
         why="the standard deviation used as the uniform bound: the variance is 3 times too small",
+    ),
+    Mutant(
+        id="xavier-uniform-no-gain",
+        exercise="a05-xavier-uniform",
+        find="bound = gain * math.sqrt(6.0 / (fan_in + fan_out))",
+        replace="bound = math.sqrt(6.0 / (fan_in + fan_out))",
+        why="the gain is ignored",
+    ),
+    Mutant(
+        id="xavier-uniform-std-as-bound",
+        exercise="a05-xavier-uniform",
+        find="math.sqrt(6.0 / (fan_in + fan_out))",
+        replace="math.sqrt(2.0 / (fan_in + fan_out))",
+        why="the normal version's standard deviation used as the uniform bound (variance 3 times too small)",
+    ),
+    Mutant(
+        id="xavier-normal-variance-as-std",
+        exercise="a05-xavier-normal",
+        find="std = gain * math.sqrt(2.0 / (fan_in + fan_out))",
+        replace="std = gain * 2.0 / (fan_in + fan_out)",
+        why="the variance passed where normal_ wants the standard deviation",
+    ),
+    Mutant(
+        id="xavier-normal-raw-fans",
+        exercise="a05-xavier-normal",
+        find="fan_in, fan_out = fan_in_and_fan_out(tensor.shape)",
+        replace="fan_out, fan_in = tensor.shape[:2]",
+        why="a conv weight's fans read from shape[0] and shape[1], without the receptive field",
+    ),
+    Mutant(
+        id="linear-error-without-shapes",
+        exercise="a05-linear",
+        find="f\"linear: input has {x.shape[-1] if x.ndim else 0} features (shape {x.shape}) but the weight \"",
+        replace="f\"linear: input has {x.shape[-1] if x.ndim else 0} features but the weight \"",
+        why="the error for mismatched features does not name the shapes",
     ),
     Mutant(
         id="linear-no-transpose",
@@ -41,6 +153,14 @@ MUTANTS = [
         find="(draws >= p)",
         replace="(draws < p)",
         why="keeps each unit with probability p instead of dropping it with probability p",
+    ),
+    Mutant(
+        id="dropout-no-p-check",
+        exercise="a05-dropout",
+        find=("    if not 0.0 <= p <= 1.0:\n"
+              "        raise ValueError(f\"dropout: p must be a probability in [0, 1], got {p}\")\n"),
+        replace="",
+        why="p is not validated: p = 1.5 scales by 1/(1 - p) = -2",
     ),
     Mutant(
         id="batch-norm-unbiased-normalization",
@@ -82,6 +202,62 @@ MUTANTS = [
         why="label smoothing over the sum of the classes' log-probabilities instead of their mean",
     ),
     Mutant(
+        id="cross-entropy-no-target-check",
+        exercise="a05-cross-entropy",
+        find='t = _class_targets("cross_entropy", logits, target)',
+        replace="t = np.asarray(target)",
+        why="the targets are not checked: one target too few gives a loss over fewer samples, no error",
+    ),
+    Mutant(
+        id="numerical-gradient-one-sided",
+        exercise="a05-numerical-gradient",
+        find=("        x[i] = original - eps\n        f_minus = f(x)\n"
+              "        x[i] = original  # put it back exactly (adding eps back would be off in the last bits)\n"
+              "        grad[i] = (f_plus - f_minus) / (2 * eps)"),
+        replace="        x[i] = original\n        grad[i] = (f_plus - f(x)) / eps",
+        why="a forward difference, accurate to O(eps) only",
+    ),
+    Mutant(
+        id="numerical-gradient-half-distance",
+        exercise="a05-numerical-gradient",
+        find="(f_plus - f_minus) / (2 * eps)",
+        replace="(f_plus - f_minus) / eps",
+        why="divides by eps although the two points are 2 eps apart",
+    ),
+    Mutant(
+        id="numerical-gradient-not-restored",
+        exercise="a05-numerical-gradient",
+        find="        x[i] = original  # put it back exactly (adding eps back would be off in the last bits)\n",
+        replace="",
+        why="x is left at x - eps, entry after entry: the caller's array is changed",
+    ),
+    Mutant(
+        id="numerical-gradient-restored-by-arithmetic",
+        exercise="a05-numerical-gradient",
+        find=("        x[i] = original + eps\n        f_plus = f(x)\n        x[i] = original - eps\n"
+              "        f_minus = f(x)\n"
+              "        x[i] = original  # put it back exactly (adding eps back would be off in the last bits)\n"),
+        replace=("        x[i] += eps\n        f_plus = f(x)\n        x[i] -= 2 * eps\n        f_minus = f(x)\n"
+                 "        x[i] += eps\n"),
+        why="x moved and restored by adding and subtracting eps: off in the last bits",
+    ),
+    Mutant(
+        id="numerical-gradient-1d-only",
+        exercise="a05-numerical-gradient",
+        find="np.ndindex(x.shape)",
+        replace="range(x.size)",
+        why="the loop indexes x as if it were 1-D",
+    ),
+    Mutant(
+        id="numerical-gradient-perturbs-a-copy",
+        exercise="a05-numerical-gradient",
+        find=("        x[i] = original + eps\n        f_plus = f(x)\n        x[i] = original - eps\n"
+              "        f_minus = f(x)\n"),
+        replace=("        shifted = x.copy()\n        shifted[i] = original + eps\n        f_plus = f(shifted)\n"
+                 "        shifted[i] = original - eps\n        f_minus = f(shifted)\n"),
+        why="f is evaluated on a perturbed copy: an f that reads x from outside never sees the change",
+    ),
+    Mutant(
         id="sgd-nesterov-swapped",
         exercise="a05-sgd",
         find='g = g + mu * buf if group["nesterov"] else buf',
@@ -101,6 +277,27 @@ MUTANTS = [
         find='buf = state["momentum_buffer"] = np.array(g, copy=True)',
         replace='buf = state["momentum_buffer"] = (1 - group["dampening"]) * g',
         why="dampening applied to the first step too (PyTorch starts the buffer at g)",
+    ),
+    Mutant(
+        id="sgd-buffer-aliases-grad",
+        exercise="a05-sgd",
+        find="np.array(g, copy=True)",
+        replace="g",
+        why="the momentum buffer is the gradient array itself (p.grad.data), not a copy",
+    ),
+    Mutant(
+        id="sgd-weight-decay-in-place",
+        exercise="a05-sgd",
+        find="g = g + wd * p.data",
+        replace="g += wd * p.data",
+        why="weight decay added into p.grad's own array",
+    ),
+    Mutant(
+        id="adam-weight-decay-in-place",
+        exercise="a05-adam",
+        find="g = g + wd * p.data",
+        replace="g += wd * p.data",
+        why="L2 weight decay added into p.grad's own array",
     ),
     Mutant(
         id="adam-no-bias-correction",
@@ -134,6 +331,32 @@ MUTANTS = [
 
 # The kind of mistake each mutant's hidden-test message must name (checked by tests/test_exercises.py).
 EXPECTED = {
+    "module-tensor-is-parameter": "a plain Tensor",
+    "module-shared-module-twice": "reachable twice",
+    "module-shared-parameter-twice": "weight tying",
+    "module-eval-children-only": "grandchildren",
+    "module-state-dict-live-arrays": "must be copies",
+    "module-state-dict-no-buffers": "buffers (running statistics",
+    "module-load-rebinds-loop-variable": "nothing was loaded",
+    "module-load-no-shape-check": "even when NumPy could broadcast",
+    "module-load-partial": "leave the model as it was",
+    "module-load-ignores-missing-keys": "raise a RuntimeError that names the key",
+    "xavier-uniform-no-gain": "the gain is missing",
+    "xavier-uniform-std-as-bound": "yours is the standard deviation",
+    "xavier-normal-variance-as-std": "yours passes the variance",
+    "xavier-normal-raw-fans": "receptive field",
+    "linear-error-without-shapes": "name both shapes",
+    "dropout-no-p-check": "not a probability",
+    "cross-entropy-no-target-check": "_class_targets",
+    "numerical-gradient-one-sided": "yours is one-sided",
+    "numerical-gradient-half-distance": "2 eps apart",
+    "numerical-gradient-not-restored": "x must be restored",
+    "numerical-gradient-restored-by-arithmetic": "come back exactly",
+    "numerical-gradient-1d-only": "any shape",
+    "numerical-gradient-perturbs-a-copy": "perturbing a copy",
+    "sgd-buffer-aliases-grad": "copy of the gradient",
+    "sgd-weight-decay-in-place": "changed a gradient array",
+    "adam-weight-decay-in-place": "changed a gradient array",
     "fan-no-receptive-field": "receptive field",
     "kaiming-no-sqrt3": "sqrt(3) is missing",
     "linear-no-transpose": "y = x W^T + b",
