@@ -247,12 +247,12 @@ def kit_modules(stubbed: list[spec_module.Spec], specs: list[spec_module.Spec] |
 def body_lines(specs: list[spec_module.Spec] | None = None) -> list[tuple[str, str]]:
     """(where, line) for every meaningful line of every exercise body: what must never be released.
 
-    A line that also occurs in the given (non-exercise) code of solutions/ is left out: students
-    legitimately see it (e.g. `x, y = self.inputs`)."""
+    A line that also occurs in the given (non-exercise) code of the students' kit is left out:
+    students legitimately see it (e.g. `x, y = self.inputs`). What the kit does not ship (the
+    private fast kernels, the examples) is no excuse for a line."""
     bodies = exercise_bodies(specs)
     given: set[str] = set()
-    for path in SOLUTIONS.rglob("*.py"):
-        text = stubbed_source(path, bodies[path.resolve()]) if path.resolve() in bodies else path.read_text()
+    for text in kit_files(specs=specs).values():
         given.update(line.strip() for line in text.split("\n"))
     out = []
     for path, items in bodies.items():
