@@ -427,8 +427,14 @@ def _raised(f, *args, **kwargs):
 
 
 def _array(t):
-    """A tensor's data as a float64 array (None for None)."""
-    return None if t is None else np.array(t.data, dtype=np.float64)
+    """A tensor's data as a float64 array (None for None). A sandbox value that is not a Tensor
+    (the student stored something else in .grad) is a failure that says so."""
+    if t is None:
+        return None
+    if isinstance(t, Proxy) and not isinstance(t, _T().Tensor) or isinstance(t, (int, float, np.ndarray)):
+        raise GradingFailure(f".grad holds {type_name(t)}; store a Tensor there, built with the engine's operations "
+                             "(g.clone(), add_grads)")
+    return np.array(t.data, dtype=np.float64)
 
 
 def _same(got, want) -> bool:
@@ -634,7 +640,8 @@ def _check_seed(S, rng) -> None:
     x = S.Tensor(np.array([[1.5]], dtype=np.float32), requires_grad=True)
     _backward(label, x)
     g = x.grad
-    if g is None or g.shape != (1, 1) or np.asarray(g.data).dtype != np.float32 or float(g.data[0][0]) != 1.0:
+    got = _array(g)
+    if got is None or got.shape != (1, 1) or np.asarray(g.data).dtype != np.float32 or got[0, 0] != 1.0:
         raise GradingFailure(f"{label}: without grads, seed each root with ones of the root's own shape and dtype "
                              "(np.ones_like(root.data)): the leaf's .grad must be that seed")
     label = "backward(grad) of a non-scalar output"
@@ -694,7 +701,7 @@ def _check_owned_grads(S, data) -> None:
     label = "a + b, both leaves"
     a, b = (S.Tensor(d.copy(), requires_grad=True) for d in data[:2])
     _backward(label, (a + b).sum())
-    if same_object(a.grad, b.grad):
+    if a.grad is not None and same_object(a.grad, b.grad):
         raise GradingFailure(f"{label}: a.grad and b.grad are the same Tensor (Add sends one gradient to both "
                              "inputs), so changing one changes the other; the first time, store g.clone(), a "
                              "copy that owns its data")
@@ -740,7 +747,7 @@ def _check_create_graph(S, rng) -> None:
     x = S.Tensor(values.copy(), requires_grad=True)
     _backward(label, x.tanh().sum(), create_graph=True)
     d1 = x.grad
-    if d1 is None or not d1.requires_grad or d1.grad_fn is None:
+    if _array(d1) is None or not d1.requires_grad or d1.grad_fn is None:
         raise GradingFailure(f"{label}: with create_graph=True the gradients must themselves be graph tensors: run "
                              "the walk inside set_grad_enabled(create_graph) and build every gradient with the "
                              "engine's operations (clone, add_grads), never from .data")
@@ -757,7 +764,7 @@ def _check_create_graph(S, rng) -> None:
     fx = 0.5 * (x @ (S.Tensor(A) @ x)) + 0.25 * (x ** 4).sum()
     _backward(label, fx, create_graph=True)
     gx = x.grad
-    if gx is None or not gx.requires_grad:
+    if _array(gx) is None or not gx.requires_grad:
         raise GradingFailure(f"{label}: x.grad is not a graph tensor. The gradients arriving at a tensor used "
                              "several times must be summed with the engine's operations (add_grads), not from "
                              ".data, so that the sum can itself be differentiated")
@@ -854,7 +861,9 @@ def check_no_grad(no_grad, rng):
 
     label = "a no_grad block in which an exception is raised"
     # The given decorator runs the function inside `with no_grad():`; Tensor.item raises in it.
-    decorated = run(f"{label}: no_grad() as a decorator", lambda: cls()(S.Tensor(np.ones(2)).item))
+    decorated = run(f"{label}: no_grad() as a decorator", lambda: cls()(S.Tensor(np.ones(2)).item),
+                    hint=lambda e: ("keep the given base class, class no_grad(GradMode): it makes @no_grad() work"
+                                    if "not callable" in str(e) else None))
     error = _raised(decorated)
     after = S.is_grad_enabled()
     S.set_grad_enabled(True)
