@@ -49,11 +49,6 @@ KIT_SHARED_LINES = {
     "if isinstance(x, Tensor):": "the type dispatch that opens every array-or-Tensor function of the kit",
     "if self.needs_input_grad[0]:": "every op's backward asks which inputs need a gradient",
     "if self.needs_input_grad[1]:": "every op's backward asks which inputs need a gradient",
-    "stack.append((node, True))": "the Tensor engine's iterative topological order is given code; a01 asks "
-                                  "for the scalar engine's (the algorithm is the one chapter 1 explains)",
-    "for node in reversed(order):": "the Tensor engine's backward is given code; a01 asks for the scalar one",
-    "return uniform_(tensor, -bound, bound, rng)": "xavier_uniform_ (given) ends like kaiming_uniform_; the "
-                                                   "exercise is the bound",
 }
 _NOT_CODE = ("#", "import ", "from ", "@", "def ", "class ", "async def ", '"', "'")
 

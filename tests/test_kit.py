@@ -8,6 +8,7 @@ passing, as a student's finished notebook would.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -188,7 +189,18 @@ def test_source_notebook_runs_on_the_kit(assignment, tmp_path):
         "import sys\nassert not [m for m in sys.modules if m.split('.')[0] in ('solutions', 'autograder')]"))
     nbformat.write(nb, tmp_path / notebook.name)
     nb = _execute(tmp_path / notebook.name, tmp_path)
-    assert _errors(nb) == []
+    prefix = assignment.split("_", 1)[0]
+
+    def excused(error) -> bool:
+        """An ungraded demo cell that needs an earlier assignment (no earlier notebook is beside
+        this one) stops with the stub's message naming that exercise; a test cell never may."""
+        cell, ename, evalue = error
+        is_test = cell.endswith("-visible") or "-hidden" in cell
+        return (not is_test and ename == "NotImplementedError" and bool(re.match(r"exercise a\d\d-", evalue))
+                and not evalue.startswith(f"exercise {prefix}-"))
+
+    errors = [e for e in _errors(nb) if not excused(e)]
+    assert errors == []
     for cell in nb.cells:
         if _grade_id(cell).endswith("-visible"):
             text = "".join(o.get("text", "") for o in cell.outputs if o.output_type == "stream")

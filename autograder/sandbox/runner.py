@@ -138,6 +138,7 @@ class Runner:
                 self.send({"running": f"{assignment} (the answers loaded from it)"})
                 answers.load_cells(assignment, notebook_cells)
         saved = self.engine_objects(set(exercises))
+        bases = self.engine_bases()  # `use` of a class rebases the engine's subclasses of it
         self.namespace["get_ipython"] = _Shell
         self.namespace["display"] = lambda *args, **kwargs: None
         cells = []
@@ -158,6 +159,9 @@ class Runner:
             return
         for (module, name), obj in saved.items():  # undo the cells' use(...) of their own answers
             setattr(module, name, obj)
+        for cls, original in bases.items():
+            if cls.__bases__ != original:
+                cls.__bases__ = original
         for name in message["others"]:  # the other exercises of the assignment: the engine's
             if name in self.namespace:
                 home = sys.modules.get(exercises.get(name, ""))
@@ -180,6 +184,16 @@ class Runner:
             for name in names:
                 if name in vars(module):
                     found[(module, name)] = vars(module)[name]
+        return found
+
+    def engine_bases(self) -> dict:
+        found = {}
+        for module_name, module in list(sys.modules.items()):
+            if module is None or not module_name.startswith("coursekit"):
+                continue
+            for obj in list(vars(module).values()):
+                if isinstance(obj, type) and str(getattr(obj, "__module__", "")).startswith("coursekit"):
+                    found[obj] = obj.__bases__
         return found
 
     def run_cell(self, label: str, source: str) -> dict:

@@ -62,6 +62,10 @@ def chapter_notebook(md_path: Path) -> nbformat.NotebookNode:
     return nb
 
 
+def _points(points: float) -> str:
+    return f"{points:g} point" + ("" if points == 1 else "s")
+
+
 def exercise_lines(assignment: str) -> list[str]:
     """One markdown line per graded exercise of an assignment, in the notebook's order: what the
     chapter's "Assignment" section lists (generated, so it always says what the notebook has)."""
@@ -80,7 +84,7 @@ def exercise_lines(assignment: str) -> list[str]:
         points = meta.get("points", 0)
         if grade_id.endswith("-written"):
             question = grade_id_exercise(grade_id)
-            lines.append(f"- a written answer, `{question}` ({points:g} points, graded by hand)")
+            lines.append(f"- a written answer, `{question}` ({_points(points)}, graded by hand)")
             continue
         exercise = grade_id_exercise(grade_id)
         if exercise in seen:
@@ -88,7 +92,7 @@ def exercise_lines(assignment: str) -> list[str]:
         seen.add(exercise)
         spec = by_id.get(exercise)
         title = spec.title if spec is not None and spec.title else exercise
-        lines.append(f"- `{title}` ({points:g} points, `{exercise}`)")
+        lines.append(f"- `{title}` ({_points(points)}, `{exercise}`)")
     return lines
 
 
