@@ -79,7 +79,7 @@ def exercise_lines(assignment: str) -> list[str]:
     for cell in nb.cells:
         meta = (cell.get("metadata") or {}).get("nbgrader") or {}
         grade_id = meta.get("grade_id", "")
-        if not meta.get("grade") or not grade_id or grade_id.endswith("-visible"):
+        if not meta.get("grade") or not grade_id or re.search(r"-visible(-\d+)?$", grade_id):
             continue
         points = meta.get("points", 0)
         if grade_id.endswith("-written"):
