@@ -24,7 +24,7 @@ from pathlib import Path
 
 from .course import Course, CourseError, grade_id_exercise
 from .grade import Limits, Outcome, grade, scratch_dir
-from .mutants import Mutant, load_mutants
+from .mutants import Mutant, load_alternatives, load_mutants
 from .release import add_release_files
 from . import spec as spec_module
 
@@ -120,7 +120,7 @@ def _scores(course: Course, assignment: str, student: str) -> dict[str, float]:
 
 def _judge(subject: str, outcome: Outcome, cells: list[TestCell], scores: dict[str, float] | None,
            mutant: Mutant | None) -> Verdict:
-    if mutant is None and subject == SOLUTION:
+    if mutant is None and (subject == SOLUTION or subject.startswith("alternative-")):
         exercise, expected = "all", "none"
     elif mutant is None:
         exercise, expected = "all", "all"
@@ -132,10 +132,12 @@ def _judge(subject: str, outcome: Outcome, cells: list[TestCell], scores: dict[s
     lost = {c.grade_id: c.points - (scores.get(c.grade_id) or 0.0) for c in cells}
     lost = {gid: pts for gid, pts in lost.items() if pts > 0}
     total = f"{sum(lost.values()):g}"
-    if subject == SOLUTION:
+    if subject == SOLUTION or subject.startswith("alternative-"):
         bad = sorted(lost)
         return Verdict(subject, exercise, expected, total, not bad,
-                       "full marks" if not bad else f"FAIL: the solution loses points on {', '.join(bad)}")
+                       "full marks" if not bad else
+                       f"FAIL: {'the solution' if subject == SOLUTION else 'this correct answer'} loses points on "
+                       f"{', '.join(bad)}")
     if subject == UNANSWERED:
         passing = sorted(c.grade_id for c in cells if c.grade_id not in lost and c.points > 0)
         return Verdict(subject, exercise, expected, total, not passing,
@@ -167,6 +169,9 @@ def check(course: Course, assignment: str, *, jobs: int = 2, cell_timeout: int |
                               f"test cells (expected grade_ids {mutant.exercise}-visible / -hidden)")
         name, notebook = apply_mutant(source, mutant, assignment)
         mutated[f"mutant-{mutant.id}"] = {**source, name: notebook}
+    for alternative in load_alternatives(assignment):  # correct answers in other styles: full marks
+        name, notebook = apply_mutant(source, alternative, assignment)
+        mutated[f"alternative-{alternative.id}"] = {**source, name: notebook}
 
     tmp = scratch_dir("autograder-check-")
     try:

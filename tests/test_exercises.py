@@ -20,7 +20,7 @@ from autograder import spec as spec_module
 from autograder.judge.registry import PACKAGE_EXERCISES
 from autograder.judge.judge import code_cells, judge
 from autograder.judge.session import Sandbox
-from autograder.mutants import Mutant, load_mutants
+from autograder.mutants import Mutant, load_alternatives, load_mutants
 from autograder.selfcheck import apply_mutant
 
 REPO = Path(__file__).resolve().parents[1]
@@ -28,6 +28,7 @@ SOURCE = REPO / "assignments" / "source"
 ASSIGNMENTS = sorted(p.stem for p in PACKAGE_EXERCISES.glob("a[0-9][0-9]_*.py"))
 SPECS = [s for a in ASSIGNMENTS for s in spec_module.load(a)]
 MUTANTS = [(a, m) for a in ASSIGNMENTS for m in load_mutants(a)]
+ALTERNATIVES = [(a, m) for a in ASSIGNMENTS for m in load_alternatives(a)]
 SANDBOX = Sandbox()
 
 
@@ -130,6 +131,13 @@ def test_mutant_is_caught_with_the_kind_of_mistake_and_costs_no_other_exercise(a
     below = [s for s in spec_module.load(assignment) if s.id in ids and ids.index(s.id) > ids.index(mutant.exercise)]
     for other in below:
         assert failure(other.id, nb) == "", f"mutant {mutant.id} also breaks {other.id}"
+
+
+@pytest.mark.parametrize("assignment,alternative", ALTERNATIVES, ids=[f"{a}:{m.id}" for a, m in ALTERNATIVES])
+def test_a_correct_answer_in_another_style_keeps_full_marks(assignment, alternative):
+    """Fairness, the mutants' mirror: the reference answer rewritten in another legitimate style."""
+    nb = mutated(assignment, alternative)
+    assert failure(alternative.exercise, nb) == "", f"{alternative.id} ({alternative.why}) loses points"
 
 
 # --------------------------------------------------------------------------------------------

@@ -380,9 +380,17 @@ def check_backward(backward, rng):
         raise GradingFailure(f"a chain of {CHAIN_LENGTH} additions: the input's gradient is wrong")
 
 
+def _number(g) -> bool:
+    """A real number of any kind: the contract says "seed the root with 1", so 1 and 1.0 both do."""
+    return isinstance(g, (int, float, np.integer, np.floating)) and not isinstance(g, bool)
+
+
 def _compare_backward(got, want, root, ref_root, label: str, shared: bool) -> None:
-    if all(isinstance(g, float) and math.isclose(g, w, rel_tol=1e-9, abs_tol=1e-12) for g, w in zip(got, want)):
+    if all(_number(g) and math.isclose(g, w, rel_tol=1e-9, abs_tol=1e-12) for g, w in zip(got, want)):
         return
+    if not all(_number(g) for g in got):
+        raise GradingFailure(f"{label}: every grad must stay a number; one became "
+                             f"{type_name(next(g for g in got if not _number(g)))}")
     if root.grad != 1.0:
         raise GradingFailure(f"{label}: the root's gradient must be 1 after backward (d root / d root = 1): "
                              "seed it before walking the graph")

@@ -27,6 +27,11 @@ Rules, checked by ``autograder check`` (which stops with an error naming the mut
   exercises are coupled (shared state between cells, a later exercise calling an earlier one):
   ``check`` reports it as a failure.
 
+The same module may hold ``ALTERNATIVES``, a list of the same records: **correct answers written
+in another legitimate style** (a loop instead of a vectorized expression, ``np.add.at`` instead of
+slices, an int where a float works, a view instead of a copy...). They are to fairness what the
+mutants are to strength: ``check`` fails an alternative that loses any point.
+
 Where catalogues are found: ``$AUTOGRADER_MUTANTS`` (``os.pathsep``-separated folders, first
 match wins; the autograder's own tests use it for the toy course), then this package.
 """
@@ -62,15 +67,24 @@ def catalogue_path(assignment: str) -> Path | None:
 
 def load_mutants(assignment: str) -> list[Mutant]:
     """The assignment's catalogue, validated; an empty list if it has none yet."""
+    return _load(assignment, "MUTANTS")
+
+
+def load_alternatives(assignment: str) -> list[Mutant]:
+    """The catalogue's ``ALTERNATIVES``: correct answers in other styles, which must keep full marks."""
+    return _load(assignment, "ALTERNATIVES")
+
+
+def _load(assignment: str, name: str) -> list[Mutant]:
     path = catalogue_path(assignment)
     if path is None:
         return []
     spec = importlib.util.spec_from_file_location(f"autograder_mutants_{assignment}", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    mutants = getattr(module, "MUTANTS", None)
+    mutants = getattr(module, name, None if name == "MUTANTS" else [])
     if not isinstance(mutants, list) or not all(isinstance(m, Mutant) for m in mutants):
-        raise CourseError(f"{path}: MUTANTS must be a list of autograder.mutants.Mutant")
+        raise CourseError(f"{path}: {name} must be a list of autograder.mutants.Mutant")
     seen = set()
     for m in mutants:
         if not SAFE_ID.match(m.id) or m.id in seen:

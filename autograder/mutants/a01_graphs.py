@@ -370,3 +370,10 @@ EXPECTED = {
     "no-grad-swallows-exceptions": "swallows",
     "no-grad-records": "record nothing",
 }
+
+# Correct answers in other styles: each must keep full marks (tests/test_exercises.py, `check`).
+ALTERNATIVES = [
+    Mutant(id="seed-with-an-int", exercise="a01-backward",
+           find="root.grad = 1.0", replace="root.grad = 1",
+           why="the contract says seed the root with 1; an int is a legitimate 1"),
+]
