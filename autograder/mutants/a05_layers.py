@@ -375,3 +375,200 @@ EXPECTED = {
     "dataloader-always-drops-last": "the last, smaller batch is kept",
     "dataloader-reseeds-every-epoch": "every epoch has the same order",
 }
+
+# Correct answers in other legitimate styles: each must keep full marks (tests/test_exercises.py,
+# `autograder check`), as the mutants must lose points.
+ALTERNATIVES = [
+    Mutant(
+        id="module-state-dict-a-plain-dict",
+        exercise="a05-module",
+        find="return OrderedDict((key, array.copy()) for key, array in self._state_arrays().items())",
+        replace="return {key: np.array(array, copy=True) for key, array in self._state_arrays().items()}",
+        why="a plain dict (ordered since Python 3.7) of copies made with np.array(copy=True)",
+    ),
+    Mutant(
+        id="module-train-over-named-modules",
+        exercise="a05-module",
+        find="        for m in self.modules():\n            m.training = bool(mode)\n",
+        replace="        for _, m in self.named_modules():\n            m.training = mode\n",
+        why="walks named_modules() and stores mode as given (True/False)",
+    ),
+    Mutant(
+        id="module-load-with-copyto",
+        exercise="a05-module",
+        find="array[...] = state_dict[key]",
+        replace='np.copyto(array, state_dict[key], casting="unsafe")',
+        why="np.copyto into the live array (cast to its dtype) instead of a slice assignment",
+    ),
+    Mutant(
+        id="fan-receptive-by-a-loop",
+        exercise="a05-fan-in-fan-out",
+        find="    receptive = int(np.prod(shape[2:])) if len(shape) > 2 else 1\n",
+        replace="    receptive = 1\n    for k in shape[2:]:\n        receptive *= k\n",
+        why="the receptive field as a product written as a loop",
+    ),
+    Mutant(
+        id="fan-numpy-ints",
+        exercise="a05-fan-in-fan-out",
+        find="int(np.prod(shape[2:])) if len(shape) > 2 else 1",
+        replace="np.prod(shape[2:], dtype=np.int64)",
+        why="NumPy integers (np.int64) instead of Python ints; np.prod of no dimensions is 1",
+    ),
+    Mutant(
+        id="kaiming-bound-by-hand",
+        exercise="a05-kaiming-uniform",
+        find="    bound = math.sqrt(3.0) * _kaiming_std(tensor, a, mode, nonlinearity)\n",
+        replace=("    fan = fan_in_and_fan_out(tensor.shape)[0 if mode == \"fan_in\" else 1]\n"
+                 "    bound = calculate_gain(nonlinearity, a) * (3 / fan) ** 0.5\n"),
+        why="the bound written out as gain * sqrt(3 / fan), with an int constant and ** 0.5",
+    ),
+    Mutant(
+        id="xavier-uniform-numpy-sqrt",
+        exercise="a05-xavier-uniform",
+        find="bound = gain * math.sqrt(6.0 / (fan_in + fan_out))",
+        replace="bound = np.sqrt(3) * gain * np.sqrt(2 / (fan_in + fan_out))",
+        why="the bound as sqrt(3) times the standard deviation, with NumPy scalars and int constants",
+    ),
+    Mutant(
+        id="xavier-normal-power-half",
+        exercise="a05-xavier-normal",
+        find="std = gain * math.sqrt(2.0 / (fan_in + fan_out))",
+        replace="std = (2 * gain**2 / (fan_in + fan_out)) ** 0.5",
+        why="the standard deviation as the square root of the variance 2 gain^2 / (fan_in + fan_out)",
+    ),
+    Mutant(
+        id="linear-other-error-words-and-bias-if",
+        exercise="a05-linear",
+        find=("        raise ValueError(\n"
+              "            f\"linear: input has {x.shape[-1] if x.ndim else 0} features (shape {x.shape}) but the weight \"\n"
+              "            f\"expects {weight.shape[1]} (weight shape {weight.shape}); check in_features\"\n"
+              "        )\n"
+              "    y = x @ weight.T\n"
+              "    return y if bias is None else y + bias\n"),
+        replace=("        raise ValueError(f\"linear: cannot multiply x of shape {x.shape} by W^T, W of shape {weight.shape}\")\n"
+                 "    y = x.matmul(weight.transpose())\n"
+                 "    if bias is not None:\n"
+                 "        y = y + bias\n"
+                 "    return y\n"),
+        why="an error worded differently that still names both shapes; the transpose and matmul as methods",
+    ),
+    Mutant(
+        id="dropout-boolean-mask-then-divide",
+        exercise="a05-dropout",
+        find=("    mask = (draws >= p).astype(x.dtype) * x.dtype.type(1.0 / (1.0 - p))\n"
+              "    return x * mask\n"),
+        replace="    return x * (draws >= p) / (1 - p)\n",
+        why="multiply by the boolean keep-mask, then divide by 1 - p (a Python float)",
+    ),
+    Mutant(
+        id="batch-norm-square-and-slice-assignment",
+        exercise="a05-batch-norm",
+        find=("        var = (centered * centered).mean(axis=axes, keepdims=True)\n"
+              "        if running_mean is not None and running_var is not None:\n"
+              "            # Statistics, not a computation to differentiate: update the raw buffers in place.\n"
+              "            running_mean *= 1.0 - momentum\n"
+              "            running_mean += momentum * mean.data.reshape(C)\n"
+              "            running_var *= 1.0 - momentum\n"
+              "            running_var += momentum * var.data.reshape(C) * (n / (n - 1))\n"),
+        replace=("        var = (centered ** 2).mean(axis=axes, keepdims=True)\n"
+                 "        if running_mean is not None and running_var is not None:\n"
+                 "            unbiased = var.data.reshape(C) * n / (n - 1)\n"
+                 "            running_mean[:] = (1 - momentum) * running_mean + momentum * mean.data.reshape(C)\n"
+                 "            running_var[:] = (1 - momentum) * running_var + momentum * unbiased\n"),
+        why="the variance with ** 2, and the running statistics written with a slice assignment",
+    ),
+    Mutant(
+        id="cross-entropy-one-hot",
+        exercise="a05-cross-entropy",
+        find="    loss = -log_probs[np.arange(len(t)), t]  # a gather: the gradient scatters back to (i, t_i)\n",
+        replace=("    one_hot = np.eye(logits.shape[1], dtype=logits.dtype)[t]\n"
+                 "    loss = -(log_probs * one_hot).sum(axis=1)\n"),
+        why="the target's log-probability picked by a one-hot product instead of a gather",
+    ),
+    Mutant(
+        id="numerical-gradient-ndenumerate-and-helper",
+        exercise="a05-numerical-gradient",
+        find=("    grad = np.zeros(x.shape)\n"
+              "    for i in np.ndindex(x.shape):\n"
+              "        original = x[i]\n"
+              "        x[i] = original + eps\n"
+              "        f_plus = f(x)\n"
+              "        x[i] = original - eps\n"
+              "        f_minus = f(x)\n"
+              "        x[i] = original  # put it back exactly (adding eps back would be off in the last bits)\n"
+              "        grad[i] = (f_plus - f_minus) / (2 * eps)\n"),
+        replace=("    def f_at(i, value):\n"
+                 "        x[i] = value\n"
+                 "        return f(x)\n"
+                 "\n"
+                 "    grad = np.zeros_like(x, dtype=float)\n"
+                 "    for i, original in np.ndenumerate(x):\n"
+                 "        grad[i] = (f_at(i, original + eps) - f_at(i, original - eps)) / (2 * eps)\n"
+                 "        x[i] = original\n"
+                 "    print(\"numerical gradient of shape\", grad.shape)\n"),
+        why="np.ndenumerate, a helper defined inside the answer, zeros_like, and a print",
+    ),
+    Mutant(
+        id="sgd-buffer-stored-back",
+        exercise="a05-sgd",
+        find=("                buf *= mu\n"
+              "                buf += (1 - group[\"dampening\"]) * g\n"),
+        replace="                buf = state[\"momentum_buffer\"] = mu * buf + (1 - group[\"dampening\"]) * g\n",
+        why="a new buffer array each step, stored back in the state, instead of an in-place update",
+    ),
+    Mutant(
+        id="sgd-first-buffer-g-copy",
+        exercise="a05-sgd",
+        find="np.array(g, copy=True)  # first step: b_1 = g_1, no dampening\n",
+        replace="g.copy()\n",
+        why="the first buffer copied with g.copy()",
+    ),
+    Mutant(
+        id="sgd-subtract-with-out",
+        exercise="a05-sgd",
+        find="        p.data -= group[\"lr\"] * g\n",
+        replace="        np.subtract(p.data, group[\"lr\"] * g, out=p.data)\n",
+        why="the in-place update written with np.subtract(..., out=p.data)",
+    ),
+    Mutant(
+        id="adam-moments-stored-back-and-textbook-step",
+        exercise="a05-adam",
+        find=("        m *= beta1\n"
+              "        m += (1 - beta1) * g\n"
+              "        v *= beta2\n"
+              "        v += (1 - beta2) * (g * g)\n"
+              "        bias_correction1 = 1 - beta1**t\n"
+              "        bias_correction2 = 1 - beta2**t\n"
+              "        denom = np.sqrt(v) / math.sqrt(bias_correction2) + eps\n"
+              "        p.data -= (lr / bias_correction1) * (m / denom)\n"),
+        replace=("        m = state[\"exp_avg\"] = beta1 * m + (1 - beta1) * g\n"
+                 "        v = state[\"exp_avg_sq\"] = beta2 * v + (1 - beta2) * g**2\n"
+                 "        m_hat = m / (1 - beta1**t)\n"
+                 "        v_hat = v / (1 - beta2**t)\n"
+                 "        p.data -= lr * m_hat / (np.sqrt(v_hat) + eps)\n"),
+        why="the textbook form: new moment arrays stored back in the state, m_hat and v_hat computed first",
+    ),
+    Mutant(
+        id="dataloader-shuffle-in-place-and-collate",
+        exercise="a05-dataloader",
+        find=("        n = len(self.dataset)\n"
+              "        order = self.rng.permutation(n) if self.shuffle else np.arange(n)\n"
+              "        stop = n - n % self.batch_size if self.drop_last else n\n"
+              "        vectorized = isinstance(self.dataset, TensorDataset)\n"
+              "        for start in range(0, stop, self.batch_size):\n"
+              "            idx = order[start : start + self.batch_size]\n"
+              "            if vectorized:\n"
+              "                yield self.dataset[idx]\n"
+              "            else:\n"
+              "                yield _collate([self.dataset[int(i)] for i in idx])\n"),
+        replace=("        order = list(range(len(self.dataset)))\n"
+                 "        if self.shuffle:\n"
+                 "            self.rng.shuffle(order)\n"
+                 "        for start in range(0, len(order), self.batch_size):\n"
+                 "            idx = order[start : start + self.batch_size]\n"
+                 "            if self.drop_last and len(idx) < self.batch_size:\n"
+                 "                break\n"
+                 "            yield _collate([self.dataset[i] for i in idx])\n"),
+        why="a list of indices shuffled in place, a break for drop_last, every batch collated sample by sample",
+    ),
+]
