@@ -215,6 +215,9 @@ def check_pad2d(pad2d, rng):
                 if s[-2:] == (shape[-2] + t + l, shape[-1] + b + r):
                     return ("np.pad takes one (before, after) pair per axis: ((top, bottom), (left, right)) for "
                             "the last two axes, not ((top, left), (bottom, right))")
+                if s[-2:] == (shape[-2] + l + r, shape[-1] + t + b):
+                    return ("the rows and the columns got each other's padding: rows take (top, bottom), columns "
+                            "(left, right); the pad widths of the last two axes are swapped")
                 return "the padded array must be (..., H + top + bottom, W + left + right)"
 
             out = _result_array(label, "pad2d", got, want, shape_hint)
@@ -232,6 +235,12 @@ def check_pad2d(pad2d, rng):
                 if not close(dx.data, g[..., t: g.shape[-2] - b, l: g.shape[-1] - r]):
                     raise GradingFailure(f"{label}: the gradient through your pad2d is wrong")
                 continue
+            if (t, b) != (l, r):
+                other = np.pad(x, ((0, 0),) * (x.ndim - 2) + ((l, r), (t, b)))
+                if other.shape == out.shape and np.array_equal(out, other):
+                    raise GradingFailure(f"{label}: the rows and the columns got each other's padding: rows take "
+                                         "(top, bottom), columns (left, right); the pad widths of the last two axes "
+                                         "are swapped")
             if t != b or l != r:
                 swapped = np.pad(x, ((0, 0),) * (x.ndim - 2) + ((t, l), (b, r)))
                 if swapped.shape == out.shape and np.array_equal(out, swapped):
@@ -283,18 +292,29 @@ def check_unpad2d(unpad2d, rng):
             (dx,) = run(f"{label}: the gradient through unpad2d", lambda: grad(tensor_out, [xt], Tensor(g)))
             if not close(dx.data, np.pad(g, ((0, 0),) * (x.ndim - 2) + ((t, b), (l, r)))):
                 raise GradingFailure(f"{label}: the gradient through your unpad2d is wrong")
-        refused = run("padding larger than the image: unpad2d", _raises_value_error, f, np.zeros((2, 3)), 2)
-        if not refused:
+        refused = run("padding larger than the image: unpad2d", _value_error_text, f, np.zeros((2, 3)), 2)
+        if refused is None:
             raise GradingFailure("cropping more than the image holds (padding 2 from a 2x3 image) must raise a "
                                  "ValueError naming the padding and the shape")
+        if not _names_shape(refused, (2, 3)):
+            raise GradingFailure("cropping more than the image holds (padding 2 from a 2x3 image): your ValueError "
+                                 "must name the shape of the image (and the padding), so that the caller sees what "
+                                 "did not fit")
 
 
-def _raises_value_error(f, *args) -> bool:
+def _value_error_text(f, *args):
+    """The text of the ValueError f(*args) raises, or None when it raises none."""
     try:
         f(*args)
-    except ValueError:
-        return True
-    return False
+    except ValueError as error:
+        return str(error)
+    return None
+
+
+def _names_shape(text: str, shape: tuple) -> bool:
+    """Whether an error message names `shape`, as (2, 3), [2, 3], 2x3 or 2 x 3."""
+    import re
+    return bool(re.search(r"\D" + r"\s*[,x×]\s*".join(str(n) for n in shape) + r"\D", f" {text} "))
 
 
 @graded("a04-rotate180", "solutions.ops.conv_backward:rotate180", points=1, title="rotate180")
@@ -405,7 +425,21 @@ def _dx_hint(label, dx, x_shape, pads, x, w, g, params):
     shape = tuple(dx.shape)
     if shape == (N, C, Hp, Wp) and (Hp, Wp) != (H, W):
         return "your input gradient has the padded input's shape: did you crop the padding (unpad2d)?"
-    if len(shape) == 4 and shape[:2] == (N, C) and (shape[2] < H or shape[3] < W) and shape[2] <= H and shape[3] <= W:
+    KH, KW = w.shape[2:]
+    d = params["dilation"]
+    d = (d, d) if isinstance(d, int) else tuple(d)
+    s = params["stride"]
+    s = (s, s) if isinstance(s, int) else tuple(s)
+    KHd, KWd = d[0] * (KH - 1) + 1, d[1] * (KW - 1) + 1
+    OH, OW = g.shape[2:]
+    # dz dilated to its minimal size: (OH-1)*s + 1 rows, padded by KHd-1, correlated, cropped
+    minimal = (N, C, (OH - 1) * s[0] + KHd - sum(pads[0]), (OW - 1) * s[1] + KWd - sum(pads[1]))
+    # g1 padded by the undilated kernel size KH-1 instead of KHd-1
+    undilated = (N, C, H - 2 * (KHd - KH), W - 2 * (KWd - KW))
+    if d != (1, 1) and shape == undilated:
+        return ("your input gradient is too small: pad g1 by the dilated kernel's extent minus one (KHd - 1 = "
+                "d(KH-1)) on every side for the full convolution, not by KH - 1")
+    if shape == minimal and minimal != (N, C, H, W):
         return ("the last rows of your input gradient are missing (wrong shape): when the stride does not divide "
                 "H + 2p - d(KH-1) - 1, dilate dz to the stride-1 output size (H1, W1), with zero rows and columns "
                 "at the end; the input rows under them get zero gradient")
@@ -465,7 +499,9 @@ def _compare_derived(label, got, want, keep, params, pads, dtype):
             raise GradingFailure(f"{label}: the kernel of dx's convolution must be rotated by 180 degrees and have "
                                  "its in/out channels swapped")
         rows = np.any(~np.isclose(dx, want[0], rtol=1e-4, atol=1e-6), axis=(0, 1, 3))
-        if rows.any() and rows[: len(rows) // 2].sum() == 0:
+        s = params["stride"]
+        s = (s, s) if isinstance(s, int) else tuple(s)
+        if s != (1, 1) and rows.any() and rows[: len(rows) // 2].sum() == 0:
             raise GradingFailure(f"{label}: the last rows of your input gradient are wrong: the outputs the stride "
                                  "skipped had zero gradient, so dilate dz to the stride-1 output size with zeros at "
                                  "the end")

@@ -44,6 +44,27 @@ MUTANTS = [
         why="flips the columns only: a mirror image, not a rotation",
     ),
     Mutant(
+        id="pad2d-axes-swapped",
+        exercise="a04-pad2d",
+        find="((t, b), (l, r))",
+        replace="((l, r), (t, b))",
+        why="the pad widths of the two axes swapped: the rows padded by (left, right), the columns by (top, bottom)",
+    ),
+    Mutant(
+        id="unpad2d-error-without-shape",
+        exercise="a04-unpad2d",
+        find='raise ValueError(f"unpad2d: padding {((t, b), (l, r))} is more than the {(h, w)} image holds")',
+        replace='raise ValueError("unpad2d: the padding is too large")',
+        why="the contract asks for a ValueError naming the padding and the shape; this one names neither",
+    ),
+    Mutant(
+        id="derived-full-pad-undilated",
+        exercise="a04-conv-backward",
+        find="g1_full = pad2d(g1, ((KHd - 1, KHd - 1), (KWd - 1, KWd - 1)))",
+        replace="g1_full = pad2d(g1, ((KH - 1, KH - 1), (KW - 1, KW - 1)))",
+        why="the full convolution padded by the undilated kernel size KH-1 instead of the dilated extent KHd-1",
+    ),
+    Mutant(
         id="derived-padding-not-cropped",
         exercise="a04-conv-backward",
         find="dx = unpad2d(dxp, pads)",
@@ -100,4 +121,60 @@ EXPECTED = {
     "derived-dz-minimal-size": "the last rows of your input gradient",
     "derived-dw-not-eroded": "erode by the dilation",
     "derived-db-keeps-batch": "db sums dz over N, OH and OW",
+    "pad2d-axes-swapped": "pad widths of the last two axes are swapped",
+    "unpad2d-error-without-shape": "must name the shape",
+    "derived-full-pad-undilated": "dilated kernel's extent minus one",
 }
+
+# Correct answers in other legitimate styles: each must keep full marks (checked like the mutants).
+ALTERNATIVES = [
+    Mutant(
+        id="dilate-fancy-index",
+        exercise="a04-dilate",
+        find="out[..., : (h - 1) * stride[0] + 1 : stride[0], : (w - 1) * stride[1] + 1 : stride[1]] = x",
+        replace="out[..., (np.arange(h) * stride[0])[:, None], np.arange(w) * stride[1]] = x",
+        why="integer-array (fancy) indexing instead of strided slices",
+    ),
+    Mutant(
+        id="erode-copy-of-every-sample",
+        exercise="a04-erode",
+        find="return x[..., : (size[0] - 1) * stride[0] + 1 : stride[0], : (size[1] - 1) * stride[1] + 1 : stride[1]]",
+        replace="return x[..., :: stride[0], :: stride[1]][..., : size[0], : size[1]].copy()",
+        why="every s-th sample, then the first `size` of them, as a copy (the contract allows a view, not requires it)",
+    ),
+    Mutant(
+        id="pad2d-widths-as-a-list",
+        exercise="a04-pad2d",
+        find="widths = ((0, 0),) * (len(x.shape) - 2) + ((t, b), (l, r))",
+        replace="widths = [(0, 0)] * (x.ndim - 2) + [(t, b), (l, r)]\n    print('pad2d widths', widths)",
+        why="the widths as a list of pairs, x.ndim, and a print in the body",
+    ),
+    Mutant(
+        id="unpad2d-none-ends",
+        exercise="a04-unpad2d",
+        find="return x[..., t : h - b, l : w - r]",
+        replace="return x[..., t : (-b if b else None), l : (-r if r else None)]",
+        why="negative ends, with None where nothing is cut at the end",
+    ),
+    Mutant(
+        id="rotate180-slicing",
+        exercise="a04-rotate180",
+        find="return np.flip(np.asarray(w), axes)",
+        replace="return np.asarray(w)[..., ::-1, ::-1]",
+        why="reversed slices instead of np.flip (a view either way)",
+    ),
+    Mutant(
+        id="derived-db-two-sums-and-concatenate-always",
+        exercise="a04-conv-backward",
+        find="db = grad_out.sum(axis=(0, 2, 3))",
+        replace="db = grad_out.sum(axis=(2, 3)).sum(axis=0)",
+        why="the bias gradient as two sums",
+    ),
+    Mutant(
+        id="derived-concatenate-one-group-too",
+        exercise="a04-conv-backward",
+        find="dwd = per_group[0] if groups == 1 else (",
+        replace="dwd = (",
+        why="the groups concatenated even when there is one",
+    ),
+]
