@@ -93,7 +93,7 @@ def _kept(fn, *args):
 
 
 def _names(pairs, label: str, what: str) -> list[str]:
-    if not isinstance(pairs, list) or not all(isinstance(p, tuple) and len(p) == 2 for p in pairs):
+    if not isinstance(pairs, list) or not all(isinstance(p, (tuple, list)) and len(p) == 2 for p in pairs):
         raise GradingFailure(f"{label}: {what} must yield (name, object) pairs")
     names = [p[0] for p in pairs]
     if not all(isinstance(n, str) for n in names):
@@ -246,6 +246,9 @@ def _check_named_modules(Module, rng):
     if sorted(got) == sorted(want):
         raise GradingFailure(f"{label}: depth first, in assignment order: a module, then each child's whole "
                              "subtree in turn")
+    if [name.lstrip(".") for name in got] == want:
+        raise GradingFailure(f"{label}: no dot at the top: a child of the top module is named by its attribute "
+                             "alone ('body', then 'body.0'), since the top module's name is ''")
     raise GradingFailure(f"{label}: wrong names; a child's name is its parent's name + '.' + its attribute")
 
 
@@ -488,7 +491,8 @@ def check_fan(fan_in_and_fan_out, rng):
         receptive = int(np.prod(shape[2:])) if len(shape) > 2 else 1
         want = (shape[1] * receptive, shape[0] * receptive)
         if not isinstance(got, tuple) or len(got) != 2:
-            raise GradingFailure(f"{label}: return a pair (fan_in, fan_out)")
+            raise GradingFailure(f"{label}: return a tuple (fan_in, fan_out), as the contract says (a list or "
+                                 "an array does not compare equal to a tuple)")
         if not all(isinstance(v, (int, np.integer)) for v in got):
             raise GradingFailure(f"{label}: fan_in and fan_out are ints")
         if tuple(got) == want:
@@ -817,7 +821,10 @@ def check_dropout(dropout, rng):
             raise GradingFailure(f"{label}: without a generator draw the mask from a fresh np.random.default_rng()")
         label = "training with p = 1"
         xt = Tensor(rng.standard_normal((3, 4)), requires_grad=True)
-        out = _tensor_result(label, "dropout", run(f"{label}: dropout", f, xt, 1.0, True, _student_rng(1)),
+        out = _tensor_result(label, "dropout", run(f"{label}: dropout", f, xt, 1.0, True, _student_rng(1),
+                                                   hint=lambda e: "p = 1 drops every element: return x * 0 (zeros "
+                                                                  "that stay in the graph), never divide by "
+                                                                  "1 - p = 0"),
                              (3, 4))
         if not np.all(out.data == 0):
             raise GradingFailure(f"{label}: every element is dropped: the output is all zeros (without dividing by "
@@ -1184,6 +1191,7 @@ def _grads(rng, dtype, skip=False):
 def _sgd_sim(p0, grads, lr, momentum=0.0, dampening=0.0, nesterov=False, weight_decay=0.0, variant=""):
     params = [a.astype(np.float64).copy() for a in p0]
     bufs: list = [None] * len(params)
+    kept: list = [None] * len(params)
     history = []
     for gs in grads:
         for i, g in enumerate(gs):
@@ -1196,8 +1204,11 @@ def _sgd_sim(p0, grads, lr, momentum=0.0, dampening=0.0, nesterov=False, weight_
             if momentum:
                 if bufs[i] is None or variant == "no-state":
                     bufs[i] = (1 - dampening) * g if variant == "dampen-first" else g.copy()
+                    kept[i] = bufs[i]
+                elif variant == "buffer-not-kept":  # b_t computed from b_1, which the state keeps forever
+                    bufs[i] = momentum * kept[i] + (1 - dampening) * g
                 else:
-                    bufs[i] = momentum * bufs[i] + (1 - dampening) * g
+                    bufs[i] = momentum * bufs[i] + (-1 if variant == "momentum-sign" else 1) * (1 - dampening) * g
                 if nesterov and variant == "nesterov-ignored":
                     d = bufs[i]
                 elif nesterov and variant == "nesterov-swapped":
@@ -1208,7 +1219,7 @@ def _sgd_sim(p0, grads, lr, momentum=0.0, dampening=0.0, nesterov=False, weight_
                     d = bufs[i]
             else:
                 d = g
-            params[i] = params[i] - lr * d
+            params[i] = params[i] + lr * d if variant == "ascent" else params[i] - lr * d
         history.append([p.copy() for p in params])
     return history
 
@@ -1255,7 +1266,15 @@ def check_sgd(SGD, rng):
                         ("dampen-first", "the first step sets the buffer to the gradient itself, without dampening "
                                          "(PyTorch's rule); dampening applies from the second step on"),
                         ("no-state", "the momentum buffer must persist between steps, in "
-                                     "state['momentum_buffer'] (the per-parameter state dict)")]
+                                     "state['momentum_buffer'] (the per-parameter state dict)"),
+                        ("buffer-not-kept", "the momentum buffer must carry over from step to step: update "
+                                            "state['momentum_buffer'] in place (buf *= mu; buf += ...) or store the "
+                                            "new array back in the state; yours binds it to a local name only, so "
+                                            "the state keeps the first step's buffer"),
+                        ("momentum-sign", "the buffer adds the new gradient, b = mu * b + (1 - dampening) * g; "
+                                          "yours subtracts it (a sign error)"),
+                        ("ascent", "each step moves theta against the gradient, theta <- theta - lr * d; yours "
+                                   "adds lr * d (gradient ascent)")]
             for variant, message in variants:
                 if _same(got, _sgd_sim(p0, grads, variant=variant, **kwargs), dtype):
                     raise GradingFailure(f"{label}: {message}")
@@ -1297,6 +1316,8 @@ def _adam_sim(p0, grads, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0
                     params[i] = params[i] * (1 - lr * weight_decay)
                 else:
                     g = g + weight_decay * params[i]
+            if variant == "moments-not-kept":  # the state's m and v stay at zero
+                m[i], v[i] = np.zeros_like(g), np.zeros_like(g)
             m[i] = b1 * m[i] + (1 - b1) * g
             v[i] = b2 * v[i] + (1 - b2) * (g if variant == "v-not-squared" else g * g)
             bc1, bc2 = 1 - b1 ** t[i], 1 - b2 ** t[i]
@@ -1358,6 +1379,10 @@ def check_adam(Adam, rng):
                 ("m-corrected-only", "correct both moments: v_hat = v / (1 - beta2^t) as well as m_hat"),
                 ("eps-inside-sqrt", "eps is added after the square root: m_hat / (sqrt(v_hat) + eps)"),
                 ("v-not-squared", "the second moment averages the *squared* gradient, g * g"),
+                ("moments-not-kept", "m and v must carry over from step to step: update state['exp_avg'] and "
+                                     "state['exp_avg_sq'] in place (m *= beta1; m += ...) or store the new arrays "
+                                     "back in the state; yours binds them to local names only, so the state stays "
+                                     "at zero"),
                 ("decay-kind", "L2 weight decay (Adam) adds lambda theta to the gradient; decoupled decay (AdamW, "
                                "self._decoupled) shrinks theta by (1 - lr lambda) directly: yours uses the wrong one"),
             ]

@@ -85,6 +85,67 @@ MUTANTS = [
         why="strict loading does not report the keys missing from the checkpoint",
     ),
     Mutant(
+        id="module-setattr-no-parameter-type-check",
+        exercise="a05-module",
+        find=("            if value is not None:\n"
+              "                raise TypeError(\n"
+              "                    f\"{type(self).__name__}.{name} is a parameter: assign a Parameter (or None), \"\n"
+              "                    f\"not {type(value).__name__}; to change its values write to .{name}.data\"\n"
+              "                )\n"),
+        replace="",
+        why="an ndarray assigned to a parameter's name silently replaces the Parameter (and drops it from the registry)",
+    ),
+    Mutant(
+        id="module-setattr-child-name-stays-a-child",
+        exercise="a05-module",
+        find="            del modules[name]  # anything else in a child's place: no longer a child\n",
+        replace="            pass\n",
+        why="a child replaced by a plain value (None) stays registered as a child",
+    ),
+    Mutant(
+        id="module-leading-dot",
+        exercise="a05-module",
+        find='yield from child.named_modules(f"{prefix}.{name}" if prefix else name, memo)',
+        replace='yield from child.named_modules(f"{prefix}.{name}", memo)',
+        why="top-level names start with a dot ('.body.0')",
+    ),
+    Mutant(
+        id="module-named-parameters-ignores-recurse",
+        exercise="a05-module",
+        find="modules = self.named_modules(prefix) if recurse else [(prefix, self)]",
+        replace="modules = self.named_modules(prefix)",
+        why="recurse=False still lists the descendants' parameters",
+    ),
+    Mutant(
+        id="module-train-returns-none",
+        exercise="a05-module",
+        find="            m.training = bool(mode)\n        return self\n",
+        replace="            m.training = bool(mode)\n",
+        why="train() returns None, so model.train().something fails",
+    ),
+    Mutant(
+        id="fan-no-shape-check",
+        exercise="a05-fan-in-fan-out",
+        find=("    if len(shape) < 2:\n"
+              "        raise ValueError(f\"fan in and fan out need a weight with at least 2 dimensions, got shape {tuple(shape)}\")\n"),
+        replace="",
+        why="a 1-D shape is not rejected with a ValueError",
+    ),
+    Mutant(
+        id="kaiming-ignores-rng",
+        exercise="a05-kaiming-uniform",
+        find="return uniform_(tensor, -bound, bound, rng)",
+        replace="return uniform_(tensor, -bound, bound)",
+        why="the generator it is given is ignored: a seeded model differs every time",
+    ),
+    Mutant(
+        id="xavier-normal-ignores-rng",
+        exercise="a05-xavier-normal",
+        find="return normal_(tensor, 0.0, std, rng)",
+        replace="return normal_(tensor, 0.0, std)",
+        why="the generator it is given is ignored: a seeded model differs every time",
+    ),
+    Mutant(
         id="fan-no-receptive-field",
         exercise="a05-fan-in-fan-out",
         find="receptive = int(np.prod(shape[2:])) if len(shape) > 2 else 1",
@@ -161,6 +222,62 @@ MUTANTS = [
               "        raise ValueError(f\"dropout: p must be a probability in [0, 1], got {p}\")\n"),
         replace="",
         why="p is not validated: p = 1.5 scales by 1/(1 - p) = -2",
+    ),
+    Mutant(
+        id="dropout-ignores-training",
+        exercise="a05-dropout",
+        find="    if not training or p == 0.0:\n",
+        replace="    if p == 0.0:\n",
+        why="dropout still drops in evaluation (training=False)",
+    ),
+    Mutant(
+        id="dropout-p-one-divides-by-zero",
+        exercise="a05-dropout",
+        find=("    if p == 1.0:\n"
+              "        return x * np.zeros((), dtype=x.dtype)  # keeps the graph: the gradient is zero, not missing\n"),
+        replace="",
+        why="p = 1 falls through to the scaling 1/(1 - p): a division by zero",
+    ),
+    Mutant(
+        id="dropout-ignores-rng",
+        exercise="a05-dropout",
+        find="    rng = rng if rng is not None else np.random.default_rng()\n",
+        replace="    rng = np.random.default_rng()\n",
+        why="the generator it is given is ignored: the mask cannot be reproduced",
+    ),
+    Mutant(
+        id="batch-norm-running-stats-rebound",
+        exercise="a05-batch-norm",
+        find=("            running_mean *= 1.0 - momentum\n"
+              "            running_mean += momentum * mean.data.reshape(C)\n"
+              "            running_var *= 1.0 - momentum\n"
+              "            running_var += momentum * var.data.reshape(C) * (n / (n - 1))\n"),
+        replace=("            running_mean = (1.0 - momentum) * running_mean + momentum * mean.data.reshape(C)\n"
+                 "            running_var = (1.0 - momentum) * running_var + momentum * var.data.reshape(C) * (n / (n - 1))\n"),
+        why="the running statistics rebound to new local arrays: the module's buffers never change",
+    ),
+    Mutant(
+        id="batch-norm-eval-uses-batch-statistics",
+        exercise="a05-batch-norm",
+        find="    if training:\n",
+        replace="    if True:\n",
+        why="evaluation normalizes with the batch's statistics instead of the running ones",
+    ),
+    Mutant(
+        id="batch-norm-no-n-check",
+        exercise="a05-batch-norm",
+        find=("        if n <= 1:\n"
+              "            raise ValueError(\n"),
+        replace=("        if False:\n"
+                 "            raise ValueError(\n"),
+        why="one value per channel in training is not rejected (its variance is 0/0)",
+    ),
+    Mutant(
+        id="cross-entropy-ignores-reduction",
+        exercise="a05-cross-entropy",
+        find='return _reduce("cross_entropy", loss, reduction)',
+        replace="return loss.mean()",
+        why="reduction is ignored: always the mean",
     ),
     Mutant(
         id="batch-norm-unbiased-normalization",
@@ -293,11 +410,51 @@ MUTANTS = [
         why="weight decay added into p.grad's own array",
     ),
     Mutant(
+        id="sgd-momentum-sign",
+        exercise="a05-sgd",
+        find="                buf += (1 - group[\"dampening\"]) * g\n",
+        replace="                buf -= (1 - group[\"dampening\"]) * g\n",
+        why="the new gradient subtracted from the momentum buffer (the sign of the -lr g form mixed into b)",
+    ),
+    Mutant(
+        id="sgd-gradient-ascent",
+        exercise="a05-sgd",
+        find="        p.data -= group[\"lr\"] * g\n",
+        replace="        p.data += group[\"lr\"] * g\n",
+        why="the step goes up the gradient: theta + lr d",
+    ),
+    Mutant(
+        id="sgd-buffer-rebound",
+        exercise="a05-sgd",
+        find=("                buf *= mu\n"
+              "                buf += (1 - group[\"dampening\"]) * g\n"),
+        replace="                buf = mu * buf + (1 - group[\"dampening\"]) * g\n",
+        why="the new buffer bound to a local name only: the state keeps the first step's buffer forever",
+    ),
+    Mutant(
+        id="adam-moments-rebound",
+        exercise="a05-adam",
+        find=("        m *= beta1\n"
+              "        m += (1 - beta1) * g\n"
+              "        v *= beta2\n"
+              "        v += (1 - beta2) * (g * g)\n"),
+        replace=("        m = beta1 * m + (1 - beta1) * g\n"
+                 "        v = beta2 * v + (1 - beta2) * (g * g)\n"),
+        why="the moments rebound to new local arrays: state['exp_avg'] and state['exp_avg_sq'] stay at zero",
+    ),
+    Mutant(
         id="adam-weight-decay-in-place",
         exercise="a05-adam",
         find="g = g + wd * p.data",
         replace="g += wd * p.data",
         why="L2 weight decay added into p.grad's own array",
+    ),
+    Mutant(
+        id="adam-decay-kinds-swapped",
+        exercise="a05-adam",
+        find="            if self._decoupled:\n",
+        replace="            if not self._decoupled:\n",
+        why="L2 decay for AdamW and decoupled decay for Adam",
     ),
     Mutant(
         id="adam-no-bias-correction",
@@ -374,6 +531,26 @@ EXPECTED = {
     "adam-eps-inside-sqrt": "after the square root",
     "dataloader-always-drops-last": "the last, smaller batch is kept",
     "dataloader-reseeds-every-epoch": "every epoch has the same order",
+    "sgd-momentum-sign": "adds the new gradient",
+    "sgd-gradient-ascent": "against the gradient",
+    "sgd-buffer-rebound": "carry over from step to step",
+    "adam-moments-rebound": "carry over from step to step",
+    "module-setattr-no-parameter-type-check": "must raise a TypeError",
+    "module-setattr-child-name-stays-a-child": "no longer a child",
+    "module-leading-dot": "no dot at the top",
+    "module-named-parameters-ignores-recurse": "only the module's own parameters",
+    "module-train-returns-none": "returns the module itself",
+    "fan-no-shape-check": "raise a ValueError",
+    "kaiming-ignores-rng": "draw from the generator `rng` you are given",
+    "xavier-normal-ignores-rng": "draw from the generator `rng` you are given",
+    "dropout-ignores-training": "return x unchanged",
+    "dropout-p-one-divides-by-zero": "never divide by 1 - p = 0",
+    "dropout-ignores-rng": "draw the mask from the generator `rng` you are given",
+    "batch-norm-running-stats-rebound": "update running_mean and running_var in place",
+    "batch-norm-eval-uses-batch-statistics": "normalize with the running statistics",
+    "batch-norm-no-n-check": "cannot estimate a variance",
+    "cross-entropy-ignores-reduction": "reduction='sum' adds the N losses",
+    "adam-decay-kinds-swapped": "yours uses the wrong one",
 }
 
 # Correct answers in other legitimate styles: each must keep full marks (tests/test_exercises.py,
