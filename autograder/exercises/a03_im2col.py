@@ -486,6 +486,12 @@ def check_conv2d(conv2d_array, rng):
                 if N > 1 and close(z, scrambled, dtype):
                     raise GradingFailure(f"{label}: the GEMM gives (K, N*OH*OW): reshape it to (K, N, OH, OW) and "
                                          "*transpose* to (N, K, OH, OW); a reshape alone mixes images and channels")
+                G = params["groups"]
+                if 1 < G < K and any(close(z, v, dtype) for v in _groups_interleaved(*keep, params)):
+                    raise GradingFailure(f"{label}: groups interleaved: group g owns a contiguous block of channels, "
+                                         "output channels g*K/G ... (g+1)*K/G - 1 and input channels g*C/G ... "
+                                         "(g+1)*C/G - 1, not every G-th one: reshape the weights to (G, K/G, "
+                                         "C/G*KH*KW) and the columns to (G, C/G*KH*KW, N*OH*OW)")
                 raise GradingFailure(f"{label}: wrong output values (compute im2col of x, then one GEMM per group "
                                      "with weight.reshape(G, K/G, C/G*KH*KW))")
             cols = got[1]
@@ -493,6 +499,23 @@ def check_conv2d(conv2d_array, rng):
                 raise GradingFailure(f"{label}: the second value must be x's column matrix (C*KH*KW, N*OH*OW), "
                                      "exactly what im2col returns")
         _inside_the_engine("conv2d_array", rng, "the convolution (forward and backward) using your conv2d_array")
+
+
+def _groups_interleaved(x, w, bias, params):
+    """The convolution with every G-th output channel, or every G-th input channel, in a group (for hints)."""
+    stride, padding, dilation, G = _args(params)
+    N, C, H, W = x.shape
+    K, Cg, KH, KW = w.shape
+    cols = _im().im2col(x, (KH, KW), stride, padding, dilation)
+    P = cols.shape[1]
+    OH, OW = _im().conv_output_hw((H, W), (KH, KW), stride, padding, dilation)
+    blocked_w = w.reshape(G, K // G, Cg * KH * KW)
+    blocked_c = cols.reshape(G, Cg * KH * KW, P)
+    strided_w = w.reshape(K // G, G, Cg * KH * KW).transpose(1, 0, 2)
+    strided_c = cols.reshape(Cg, G, KH * KW, P).transpose(1, 0, 2, 3).reshape(G, Cg * KH * KW, P)
+    bias = 0 if bias is None else bias.reshape(1, K, 1, 1)
+    return [(a @ b).reshape(K, N, OH, OW).transpose(1, 0, 2, 3) + bias
+            for a, b in ((strided_w, blocked_c), (blocked_w, strided_c), (strided_w, strided_c))]
 
 
 def _dz_not_transposed(grad, w, x_shape, params):
@@ -678,8 +701,32 @@ def check_max_pool(max_pool2d_array, rng):
                                          "when a value is strictly greater (>)")
                 raise GradingFailure(f"{label}: index must be the offset of the winner inside its window, "
                                      "i*KW + j (row-major), not a position in the image")
+        _nan_propagates(f, reference, rng)
         _inside_the_pool_engine("max_pool2d_array", rng)
     _speed("max_pool2d_array", f, rng.standard_normal(SPEED_SHAPE).astype(np.float32), (3, 3), (1, 1), (1, 1))
+
+
+def _nan_propagates(f, reference, rng) -> None:
+    """A NaN in a window wins it (PyTorch propagates NaN): one NaN per image, so no window holds two."""
+    for label, kernel, stride, pad in [POOL_PATTERNS[0], POOL_PATTERNS[2]]:
+        x = rng.standard_normal((2, 2, 6, 7))
+        for n in range(2):
+            for c in range(2):
+                x[n, c, int(rng.integers(0, 6)), int(rng.integers(0, 7))] = np.nan
+        label = f"{label}, a NaN in each image"
+        got = run(f"{label}: max_pool2d_array", f, x.copy(), kernel, stride, pad)
+        out_ref, index_ref = reference(x.copy(), kernel, stride, pad)
+        if not isinstance(got, tuple) or len(got) != 2:
+            raise GradingFailure(f"{label}: max_pool2d_array returns a pair (out, index)")
+        out, index = (np.asarray(a) for a in got)
+        if out.shape != out_ref.shape or not np.array_equal(np.isnan(out), np.isnan(out_ref)) or \
+                index.shape != index_ref.shape or not np.array_equal(index[np.isnan(out_ref)],
+                                                                     index_ref[np.isnan(out_ref)]):
+            raise GradingFailure(f"{label}: a NaN must win its window (out NaN, index its offset), so that it "
+                                 "propagates as in PyTorch: comparisons with NaN are False, so let it take over "
+                                 "explicitly (| np.isnan(v))")
+        if not close(out[~np.isnan(out_ref)], out_ref[~np.isnan(out_ref)]) or not np.array_equal(index, index_ref):
+            raise GradingFailure(f"{label}: the windows without a NaN come out wrong when the image holds a NaN")
 
 
 @graded("a03-max-pool-backward", "solutions.ops.pool:max_pool2d_scatter_array", points=2,
@@ -708,6 +755,15 @@ def check_max_pool_backward(max_pool2d_scatter_array, rng):
             dx = _array(label, "max_pool2d_scatter_array", got, x.shape, dtype, shape_hint)
             if close(dx, want, dtype):
                 continue
+            if pad != (0, 0):
+                full = _scatter_assigning(grad, index, x.shape, kernel, stride, pad, adding=True, crop=False)
+                H, W = x.shape[2:]
+                for r0 in (0, 2 * pad[0]):
+                    for c0 in (0, 2 * pad[1]):
+                        if (r0, c0) != pad and close(dx, full[:, :, r0:r0 + H, c0:c0 + W], dtype):
+                            raise GradingFailure(f"{label}: the padding was cropped from the wrong side: it sits on "
+                                                 "both sides, so drop pad[0] rows at the top and pad[0] at the "
+                                                 "bottom (pad[1] columns on the left and on the right)")
             assigned = _scatter_assigning(grad, index, x.shape, kernel, stride, pad)
             overwritten = _scatter_assigning(grad, index, x.shape, kernel, stride, pad, zeros_too=True)
             if close(dx, assigned, dtype) or close(dx, overwritten, dtype):
@@ -721,9 +777,10 @@ def check_max_pool_backward(max_pool2d_scatter_array, rng):
     _speed("max_pool2d_scatter_array", f, np.ones(index.shape, np.float32), index, x.shape, (3, 3), (1, 1), (1, 1))
 
 
-def _scatter_assigning(grad, index, x_shape, kernel, stride, pad, zeros_too=False):
+def _scatter_assigning(grad, index, x_shape, kernel, stride, pad, zeros_too=False, adding=False, crop=True):
     """The scatter with overlapping windows overwriting each other (for hints): each offset copies
-    its winners' gradients (and, with zeros_too, zeros where it did not win) over what was there."""
+    its winners' gradients (and, with zeros_too, zeros where it did not win) over what was there.
+    With adding, the right scatter; without crop, the padded gradient."""
     N, C, H, W = x_shape
     OH, OW = index.shape[2:]
     dxp = np.zeros((N, C, H + 2 * pad[0], W + 2 * pad[1]))
@@ -731,11 +788,13 @@ def _scatter_assigning(grad, index, x_shape, kernel, stride, pad, zeros_too=Fals
         for j in range(kernel[1]):
             rows, cols = _im().offset_slice(i, j, (OH, OW), stride, (1, 1))
             hit = index == i * kernel[1] + j
-            if zeros_too:
+            if adding:
+                dxp[:, :, rows, cols] += np.where(hit, grad, 0)
+            elif zeros_too:
                 dxp[:, :, rows, cols] = np.where(hit, grad, 0)
             else:
                 np.copyto(dxp[:, :, rows, cols], grad, where=hit)
-    return dxp[:, :, pad[0]:pad[0] + H, pad[1]:pad[1] + W]
+    return dxp[:, :, pad[0]:pad[0] + H, pad[1]:pad[1] + W] if crop else dxp
 
 
 def _pool_results(E, x, params, g, v, op):
@@ -845,15 +904,31 @@ def check_global_avg_pool(global_avg_pool2d, rng):
         (dx,) = run(f"{label}: the gradient through global_avg_pool2d", lambda: grad(out, [xt], Tensor(g)))
         if not close(dx.data, np.broadcast_to(g[:, :, None, None] / (shape[2] * shape[3]), shape), dtype):
             raise GradingFailure(f"{label}: the gradient through your global_avg_pool2d is wrong")
-    bad = run("a 3-D input: global_avg_pool2d", _raises, f, Tensor(np.zeros((2, 3, 4))))
-    if not bad:
+    x = rng.standard_normal((2, 3, 4, 5))
+    label = "an ndarray input (2, 3, 4, 5)"
+    out = run(f"{label}: global_avg_pool2d", f, x.copy())
+    if not isinstance(out, Tensor) or out.shape != (2, 3) or not close(out.data, x.mean(axis=(2, 3))):
+        raise GradingFailure(f"{label}: accept anything as_tensor accepts (an ndarray too): start with "
+                             "x = as_tensor(x), and return a Tensor")
+    text = run("a 3-D input: global_avg_pool2d", _value_error_text, f, Tensor(np.zeros((2, 3, 5))))
+    if text is None:
         raise GradingFailure("a 3-D input (N, C, L) must be refused with a ValueError naming the expected "
                              "(N, C, H, W) shape, not averaged over the wrong axes")
+    if not _names_shape(text, (2, 3, 5)):
+        raise GradingFailure("a 3-D input (N, C, L): your ValueError must name the shape it got, so that the "
+                             "caller sees what was wrong")
 
 
-def _raises(f, *args) -> bool:
+def _value_error_text(f, *args):
+    """The text of the ValueError f(*args) raises, or None when it raises none."""
     try:
         f(*args)
-    except ValueError:
-        return True
-    return False
+    except ValueError as error:
+        return str(error)
+    return None
+
+
+def _names_shape(text: str, shape: tuple) -> bool:
+    """Whether an error message names `shape`, as (2, 3, 5), [2, 3, 5], 2x3x5 or 2 x 3 x 5."""
+    import re
+    return bool(re.search(r"\D" + r"\s*[,x×]\s*".join(str(n) for n in shape) + r"\D", f" {text} "))
