@@ -663,6 +663,14 @@ ALTERNATIVES = [
         why="the target's log-probability picked by a one-hot product instead of a gather",
     ),
     Mutant(
+        id="cross-entropy-log-softmax-by-hand",
+        exercise="a05-cross-entropy",
+        find="    log_probs = log_softmax(logits, axis=1)\n",
+        replace=("    shifted = logits - logits.data.max(axis=1, keepdims=True)  # a constant shift: it cancels\n"
+                 "    log_probs = shifted - shifted.exp().sum(axis=1, keepdims=True).log()\n"),
+        why="log-softmax written out with the row max subtracted (as a constant), stable as the kit's",
+    ),
+    Mutant(
         id="numerical-gradient-ndenumerate-and-helper",
         exercise="a05-numerical-gradient",
         find=("    grad = np.zeros(x.shape)\n"

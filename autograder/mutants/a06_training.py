@@ -17,6 +17,9 @@ MUTANTS = [
     Mutant(id="returns-loss-only", exercise="a06-train-step",
            find="return loss, logits", replace="return loss",
            why="the training loop unpacks (loss, logits)"),
+    Mutant(id="logits-after-the-step", exercise="a06-train-step",
+           find="return loss, logits", replace="return loss, model(x)",
+           why="the returned logits come from a second forward pass, after the update"),
 ]
 
 # A phrase of the message each mutant must get (tests/test_exercises.py).
@@ -26,4 +29,31 @@ EXPECTED = {
     "step-before-backward": "the order is zero_grad, backward, step",
     "no-step": "did not change",
     "returns-loss-only": "(loss, logits)",
+    "logits-after-the-step": "not model(x) before the update",
 }
+
+# Correct answers in other legitimate styles: each must keep full marks (tests/test_exercises.py).
+ALTERNATIVES = [
+    Mutant(id="zero-grad-first-forward-method-list", exercise="a06-train-step",
+           find=("    logits = model(x)\n    loss = loss_fn(logits, y)\n    optimizer.zero_grad()\n"
+                 "    loss.backward()\n    optimizer.step()\n    return loss, logits\n"),
+           replace=("    optimizer.zero_grad()\n    logits = model.forward(x)\n    loss = loss_fn(logits, y)\n"
+                    "    loss.backward()\n    optimizer.step()\n    return [loss, logits]\n"),
+           why="zero_grad before the forward pass, model.forward(x), and a list [loss, logits] (the loop unpacks it)"),
+    Mutant(id="helper-and-bound-method", exercise="a06-train-step",
+           find=("    logits = model(x)\n    loss = loss_fn(logits, y)\n    optimizer.zero_grad()\n"
+                 "    loss.backward()\n    optimizer.step()\n    return loss, logits\n"),
+           replace=("    def forward_and_loss(inputs, targets):\n"
+                    "        out = model(inputs)\n"
+                    "        return loss_fn.__call__(out, targets), out\n"
+                    "\n"
+                    "    loss, logits = forward_and_loss(x, y)\n"
+                    "    optimizer.zero_grad()\n"
+                    "    Tensor.backward(loss)\n"
+                    "    step = optimizer.step  # a bound method, called below\n"
+                    "    step()\n"
+                    "    result = (loss, logits)\n"
+                    "    return result\n"),
+           why="a helper defined inside the answer, the loss through a bound __call__, Tensor.backward(loss) and "
+               "optimizer.step through a bound method"),
+]
