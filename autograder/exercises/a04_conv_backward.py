@@ -360,6 +360,11 @@ def check_rotate180(rotate180, rng):
             if np.array_equal(out, w[::-1, ...]) or np.array_equal(out, w[::-1, ::-1, ...]):
                 raise GradingFailure(f"{label}: flip the last two axes (kernel rows and columns), not the first ones")
             raise GradingFailure(f"{label}: wrong values; out[..., i, j] = w[..., KH-1-i, KW-1-j]")
+        message = ("a 1-D array has no kernel rows and columns to flip: rotate180 must raise a ValueError for "
+                   "fewer than two axes (check len(w.shape) first)")
+        text = run("a 1-D array: rotate180", _value_error_text, f, np.zeros(3), hint=lambda error: message)
+        if text is None:
+            raise GradingFailure(message)
 
 
 # --------------------------------------------------------------------------------------------

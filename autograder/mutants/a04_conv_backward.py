@@ -65,6 +65,21 @@ MUTANTS = [
         why="the full convolution padded by the undilated kernel size KH-1 instead of the dilated extent KHd-1",
     ),
     Mutant(
+        id="rotate180-no-guard",
+        exercise="a04-rotate180",
+        find=("if len(w.shape) < 2:\n"
+              "        raise ValueError(f\"rotate180: needs at least 2 axes (..., KH, KW), got shape {tuple(w.shape)}\")\n"
+              "    axes = (len(w.shape) - 2, len(w.shape) - 1)\n"
+              "    if isinstance(w, Tensor):\n"
+              "        return flip(w, axes)\n"
+              "    return np.flip(np.asarray(w), axes)"),
+        replace=("axes = (len(w.shape) - 2, len(w.shape) - 1)\n"
+                 "    if isinstance(w, Tensor):\n"
+                 "        return flip(w, axes)\n"
+                 "    return np.asarray(w)[..., ::-1, ::-1]"),
+        why="no guard for fewer than two axes: a 1-D array fails with an IndexError instead of the stated ValueError",
+    ),
+    Mutant(
         id="derived-padding-not-cropped",
         exercise="a04-conv-backward",
         find="dx = unpad2d(dxp, pads)",
@@ -124,6 +139,7 @@ EXPECTED = {
     "pad2d-axes-swapped": "pad widths of the last two axes are swapped",
     "unpad2d-error-without-shape": "must name the shape",
     "derived-full-pad-undilated": "dilated kernel's extent minus one",
+    "rotate180-no-guard": "must raise a ValueError for fewer than two axes",
 }
 
 # Correct answers in other legitimate styles: each must keep full marks (checked like the mutants).
