@@ -557,6 +557,13 @@ EXPECTED = {
 # `autograder check`), as the mutants must lose points.
 ALTERNATIVES = [
     Mutant(
+        id="module-setattr-through-super",
+        exercise="a05-module",
+        find="        object.__setattr__(self, name, value)\n",
+        replace="        super().__setattr__(name, value)\n",
+        why="the attribute stored through super().__setattr__ (ModuleBase defines none: object's runs)",
+    ),
+    Mutant(
         id="module-state-dict-a-plain-dict",
         exercise="a05-module",
         find="return OrderedDict((key, array.copy()) for key, array in self._state_arrays().items())",
