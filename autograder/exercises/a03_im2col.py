@@ -702,6 +702,7 @@ def check_max_pool(max_pool2d_array, rng):
                 raise GradingFailure(f"{label}: index must be the offset of the winner inside its window, "
                                      "i*KW + j (row-major), not a position in the image")
         _nan_propagates(f, reference, rng)
+        _integer_image(f, reference, rng)
         _inside_the_pool_engine("max_pool2d_array", rng)
     _speed("max_pool2d_array", f, rng.standard_normal(SPEED_SHAPE).astype(np.float32), (3, 3), (1, 1), (1, 1))
 
@@ -727,6 +728,24 @@ def _nan_propagates(f, reference, rng) -> None:
                                  "explicitly (| np.isnan(v))")
         if not close(out[~np.isnan(out_ref)], out_ref[~np.isnan(out_ref)]) or not np.array_equal(index, index_ref):
             raise GradingFailure(f"{label}: the windows without a NaN come out wrong when the image holds a NaN")
+
+
+def _integer_image(f, reference, rng) -> None:
+    """An integer image with padding: the padding is the smallest integer (-inf is no integer)."""
+    x = rng.integers(-5, 5, size=(2, 2, 5, 6))
+    label = "an integer image, 3x3 windows, stride 2, padding 1"
+    message = (f"{label}: pad an integer image with the smallest integer of its dtype (np.iinfo(dtype).min, what "
+               "_lowest(x.dtype) gives): -inf is not an integer, and the result keeps the integer dtype")
+    got = run(f"{label}: max_pool2d_array", f, x.copy(), (3, 3), (2, 2), (1, 1),
+              hint=lambda error: message if isinstance(error, (OverflowError, ValueError, TypeError)) else None)
+    out_ref, index_ref = reference(x.copy(), (3, 3), (2, 2), (1, 1))
+    if not isinstance(got, tuple) or len(got) != 2:
+        raise GradingFailure(f"{label}: max_pool2d_array returns a pair (out, index)")
+    out, index = got
+    if not isinstance(out, np.ndarray) or out.dtype != x.dtype or not np.array_equal(out, out_ref):
+        raise GradingFailure(message)
+    if not isinstance(index, np.ndarray) or not np.array_equal(index, index_ref):
+        raise GradingFailure(f"{label}: index must be the offset of the winner inside its window, i*KW + j")
 
 
 @graded("a03-max-pool-backward", "solutions.ops.pool:max_pool2d_scatter_array", points=2,

@@ -142,6 +142,13 @@ MUTANTS = [
         why="a NaN never compares greater, so it never wins its window: the max pool swallows NaN",
     ),
     Mutant(
+        id="max-pool-pads-with-minus-inf",
+        exercise="a03-max-pool",
+        find="xp = pad_hw(x, _pad4(pad), value=_lowest(x.dtype))",
+        replace="xp = pad_hw(x, _pad4(pad), value=-np.inf)",
+        why="pads with -inf whatever the dtype: an integer image cannot hold it",
+    ),
+    Mutant(
         id="max-pool-backward-cropped-top-left",
         exercise="a03-max-pool-backward",
         find="return dxp[:, :, pad[0] : pad[0] + H, pad[1] : pad[1] + W]",
@@ -211,6 +218,7 @@ EXPECTED = {
     "conv-groups-interleaved": "groups interleaved",
     "max-pool-nan-ignored": "a NaN must win its window",
     "max-pool-backward-cropped-top-left": "cropped from the wrong side",
+    "max-pool-pads-with-minus-inf": "smallest integer of its dtype",
     "global-avg-pool-error-without-shape": "must name the shape",
     "global-avg-pool-no-as-tensor": "as_tensor",
 }
@@ -246,6 +254,13 @@ ALTERNATIVES = [
                  "    return np.lib.stride_tricks.as_strided(\n"
                  "        xp, (N, C, OH, OW, kh, kw), (s0, s1, s2 * sh, s3 * sw, s2 * dh, s3 * dw), writeable=False)"),
         why="as_strided with the strides written out, instead of sliding_window_view",
+    ),
+    Mutant(
+        id="windows-copy",
+        exercise="a03-windows",
+        find="return view[:, :, ::sh, ::sw, ::dh, ::dw]",
+        replace="return view[:, :, ::sh, ::sw, ::dh, ::dw].copy()",
+        why="a copy instead of a view: the contract recommends a view, the values are the same",
     ),
     Mutant(
         id="im2col-offset-loop-and-print",
