@@ -327,7 +327,9 @@ def _check_state_dict(Module, rng):
     reference = _reference_tree(3)
     want = reference.root.state_dict()
     tree = _student_tree(Module, 3)
-    holder = _kept(run("reading Module.state_dict", lambda: Module.state_dict), tree.root)
+    holder = run(label, _kept, run("reading Module.state_dict", lambda: Module.state_dict), tree.root,
+                 hint=lambda e: ("a parameter set to None (bias=False) has no array: _state_arrays skips it"
+                                 if "NoneType" in str(e) else None))
     sd = run(label, lambda: holder[0])
     keys = run(label, lambda: list(sd)) if not isinstance(sd, dict) else list(sd)
     if not all(isinstance(k, str) for k in keys):
@@ -434,6 +436,9 @@ def _check_load_state_dict(Module, rng):
             raise GradingFailure(f"{label}: check every key and shape before changing anything: a load that "
                                  "fails must leave the model as it was")
         result, _ = load(tree, state, strict=False)
+        if result is None:
+            raise GradingFailure(f"{label} with strict=False: return LoadResult(missing_keys, unexpected_keys), "
+                                 "lists of the keys (yours returned None)")
         missing = run(label, lambda: list(result.missing_keys))
         unexpected = run(label, lambda: list(result.unexpected_keys))
         if missing != ([drop] if drop else []) or unexpected != ([extra] if extra else []):
@@ -1311,6 +1316,7 @@ def _adam_sim(p0, grads, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0
                 continue
             g = g.astype(np.float64)
             t[i] += 1
+            step_count = max(t) if variant == "shared-step" else t[i]
             if weight_decay:
                 if decoupled != (variant == "decay-kind"):
                     params[i] = params[i] * (1 - lr * weight_decay)
@@ -1320,7 +1326,7 @@ def _adam_sim(p0, grads, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0
                 m[i], v[i] = np.zeros_like(g), np.zeros_like(g)
             m[i] = b1 * m[i] + (1 - b1) * g
             v[i] = b2 * v[i] + (1 - b2) * (g if variant == "v-not-squared" else g * g)
-            bc1, bc2 = 1 - b1 ** t[i], 1 - b2 ** t[i]
+            bc1, bc2 = 1 - b1 ** step_count, 1 - b2 ** step_count
             if variant == "no-bias-correction":
                 step = m[i] / (np.sqrt(v[i]) + eps)
             elif variant == "m-corrected-only":
@@ -1379,6 +1385,9 @@ def check_adam(Adam, rng):
                 ("m-corrected-only", "correct both moments: v_hat = v / (1 - beta2^t) as well as m_hat"),
                 ("eps-inside-sqrt", "eps is added after the square root: m_hat / (sqrt(v_hat) + eps)"),
                 ("v-not-squared", "the second moment averages the *squared* gradient, g * g"),
+                ("shared-step", "t counts the steps of *this* parameter (state['step']): a parameter without a "
+                                "gradient in some step is one step behind the others, and yours used a count "
+                                "shared by every parameter"),
                 ("moments-not-kept", "m and v must carry over from step to step: update state['exp_avg'] and "
                                      "state['exp_avg_sq'] in place (m *= beta1; m += ...) or store the new arrays "
                                      "back in the state; yours binds them to local names only, so the state stays "

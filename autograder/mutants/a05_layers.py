@@ -146,6 +146,34 @@ MUTANTS = [
         why="the generator it is given is ignored: a seeded model differs every time",
     ),
     Mutant(
+        id="module-reassigned-parameter-moves-last",
+        exercise="a05-module",
+        find="            params[name] = value  # a name assigned again keeps its place\n",
+        replace="            params.pop(name, None)\n            params[name] = value\n",
+        why="a parameter assigned again moves to the end of the order (the checkpoint's key order changes)",
+    ),
+    Mutant(
+        id="module-setattr-no-buffer-type-check",
+        exercise="a05-module",
+        find="            if value is not None and not isinstance(value, np.ndarray):\n",
+        replace="            if False:\n",
+        why="a list or a number assigned to a buffer's name is filed as the buffer",
+    ),
+    Mutant(
+        id="module-state-keeps-none",
+        exercise="a05-module",
+        find="                if p is not None:\n                    arrays[dot + name] = p.data\n",
+        replace="                arrays[dot + name] = None if p is None else p.data\n",
+        why="a parameter set to None (bias=False) still gets a key in the state",
+    ),
+    Mutant(
+        id="module-load-returns-nothing",
+        exercise="a05-module",
+        find="        return LoadResult(missing, unexpected)\n",
+        replace="",
+        why="load_state_dict returns None instead of LoadResult(missing, unexpected)",
+    ),
+    Mutant(
         id="fan-no-receptive-field",
         exercise="a05-fan-in-fan-out",
         find="receptive = int(np.prod(shape[2:])) if len(shape) > 2 else 1",
@@ -457,6 +485,13 @@ MUTANTS = [
         why="L2 decay for AdamW and decoupled decay for Adam",
     ),
     Mutant(
+        id="adam-step-count-shared",
+        exercise="a05-adam",
+        find="        t = state[\"step\"]\n",
+        replace="        t = max(s[\"step\"] for s in self.state.values() if s)\n",
+        why="one step count for every parameter: one skipped in a step gets the others' t",
+    ),
+    Mutant(
         id="adam-no-bias-correction",
         exercise="a05-adam",
         find="p.data -= (lr / bias_correction1) * (m / denom)",
@@ -551,6 +586,11 @@ EXPECTED = {
     "batch-norm-no-n-check": "cannot estimate a variance",
     "cross-entropy-ignores-reduction": "reduction='sum' adds the N losses",
     "adam-decay-kinds-swapped": "yours uses the wrong one",
+    "module-reassigned-parameter-moves-last": "keeps its position",
+    "module-setattr-no-buffer-type-check": "anything else is a TypeError",
+    "module-state-keeps-none": "_state_arrays skips it",
+    "module-load-returns-nothing": "yours returned None",
+    "adam-step-count-shared": "a count shared by every parameter",
 }
 
 # Correct answers in other legitimate styles: each must keep full marks (tests/test_exercises.py,
