@@ -513,6 +513,27 @@ MUTANTS = [
         why="the last, smaller batch is dropped even without drop_last",
     ),
     Mutant(
+        id="dataloader-ignores-shuffle",
+        exercise="a05-dataloader",
+        find="order = self.rng.permutation(n) if self.shuffle else np.arange(n)",
+        replace="order = np.arange(n)",
+        why="shuffle=True is ignored: every epoch in the dataset's order",
+    ),
+    Mutant(
+        id="dataloader-global-generator",
+        exercise="a05-dataloader",
+        find="order = self.rng.permutation(n) if self.shuffle else np.arange(n)",
+        replace="order = np.random.permutation(n) if self.shuffle else np.arange(n)",
+        why="the permutation drawn from NumPy's global generator: the seed does not reproduce the epochs",
+    ),
+    Mutant(
+        id="dataloader-last-sample-lost",
+        exercise="a05-dataloader",
+        find="for start in range(0, stop, self.batch_size):",
+        replace="for start in range(0, stop - 1, self.batch_size):",
+        why="an off-by-one in the loop's stop: a last batch of one sample is lost",
+    ),
+    Mutant(
         id="dataloader-reseeds-every-epoch",
         exercise="a05-dataloader",
         find="order = self.rng.permutation(n) if self.shuffle else np.arange(n)",
@@ -591,6 +612,9 @@ EXPECTED = {
     "module-state-keeps-none": "_state_arrays skips it",
     "module-load-returns-nothing": "yours returned None",
     "adam-step-count-shared": "a count shared by every parameter",
+    "dataloader-ignores-shuffle": "shuffle=True must shuffle",
+    "dataloader-global-generator": "not from NumPy's global generator",
+    "dataloader-last-sample-lost": "the last, smaller batch is kept",
 }
 
 # Correct answers in other legitimate styles: each must keep full marks (tests/test_exercises.py,
