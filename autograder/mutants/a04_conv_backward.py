@@ -193,4 +193,11 @@ ALTERNATIVES = [
         replace="dwd = (",
         why="the groups concatenated even when there is one",
     ),
+    Mutant(
+        id="derived-returns-a-list",
+        exercise="a04-conv-backward",
+        find="return dx, dw, db",
+        replace="return [dx, dw, db]",
+        why="(dx, dw, db) returned as a list: unpacked all the same",
+    ),
 ]
