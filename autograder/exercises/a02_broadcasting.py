@@ -422,7 +422,8 @@ def check_matmul(MatMul, rng):
                 return "dL/dA = G B^T: transpose B (swapaxes(b, -1, -2)), do not use B as it is"
             if ctx.index == 1 and (ctx.matches(a @ g) or ctx.matches(g.T @ a)):
                 return "dL/dB = A^T G: transpose A, and put it on the left of G"
-        return "wrong values; dL/dA = G B^T and dL/dB = A^T G, summed over broadcast batch axes"
+        return ("wrong values: check the transposes and their side (dL/dA = G B^T, dL/dB = A^T G), and that a "
+                "gradient is summed over the batch axes its operand was broadcast along")
 
     def shape_hint(ctx, got):
         a, b = ctx.inputs
@@ -434,6 +435,12 @@ def check_matmul(MatMul, rng):
                 "transposed (dL/dA = G B^T, dL/dB = A^T G) and how 1-D operands are handled")
 
     def exception_hint(error):
+        if "expand_dims" in str(error) and "shape ()" in str(error):
+            return ("for vector @ vector the gradient G is 0-d and has no axis -2 yet: put the right operand's "
+                    "axis back first (expand_dims(-1)), then the left one's (expand_dims(-2))")
+        if "unbroadcast" in str(error) and "cannot be summed back" in str(error):
+            return ("a gradient does not have its operand's shape: check which operand is transposed and on "
+                    "which side of G it goes (dL/dA = G B^T, dL/dB = A^T G)")
         if "matmul" in str(error):
             return ("the shapes in your backward do not line up: dL/dA = G B^T and dL/dB = A^T G "
                     "(transpose the *other* operand, swapaxes(..., -1, -2))")

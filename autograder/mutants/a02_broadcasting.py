@@ -198,3 +198,114 @@ EXPECTED = {
     "softmax-backward-diagonal": "coupled",
     "log-softmax-sign": "sign",
 }
+
+MUTANTS += [
+    Mutant(
+        id="matmul-expand-dims-order",
+        exercise="a02-matmul",
+        find=("        if b.ndim == 1:  # first: for vector @ vector the gradient is 0-d and has no axis -2 yet\n"
+              "            g = g.expand_dims(-1)\n        if a.ndim == 1:\n            g = g.expand_dims(-2)\n"),
+        replace=("        if a.ndim == 1:\n            g = g.expand_dims(-2)\n"
+                 "        if b.ndim == 1:\n            g = g.expand_dims(-1)\n"),
+        why="the left operand's axis put back first: a 0-d gradient (vector @ vector) has no axis -2",
+    ),
+]
+MUTANTS += [
+    Mutant(
+        id="matmul-gb-wrong-transpose",
+        exercise="a02-matmul",
+        find="gb = unbroadcast(swapaxes(a2, -1, -2) @ g, b2.shape).reshape(b.shape)",
+        replace="gb = unbroadcast(swapaxes(g, -1, -2) @ a2, b2.shape).reshape(b.shape)",
+        why="dL/dB = G^T A instead of A^T G: the transpose of the right answer",
+    ),
+]
+EXPECTED.update({
+    "matmul-expand-dims-order": "vector @ vector",
+    "matmul-gb-wrong-transpose": "transpose",
+})
+
+# Correct answers in other styles: each must keep full marks (tests/test_exercises.py, `check`).
+ALTERNATIVES = [
+    Mutant(id="unbroadcast-loops", exercise="a02-unbroadcast",
+           find=("    stretched = tuple(lead + i for i, n in enumerate(shape) if n == 1 and have[lead + i] != 1)\n"
+                 "    if not stretched:  # only leading axes were added: one sum removes them\n"
+                 "        return grad.sum(axis=tuple(range(lead)))\n"
+                 "    summed = grad.sum(axis=tuple(range(lead)) + stretched, keepdims=True)\n"
+                 "    return summed.reshape(shape) if lead else summed\n"),
+           replace=("    for _ in range(lead):  # one leading axis at a time\n        grad = grad.sum(axis=0)\n"
+                    "    for i, n in enumerate(shape):\n        if n == 1 and grad.shape[i] != 1:\n"
+                    "            grad = grad.sum(axis=i, keepdims=True)\n    return grad\n"),
+           why="a loop that sums one axis at a time instead of one sum over a tuple of axes"),
+    Mutant(id="add-if-statements-and-a-list", exercise="a02-add",
+           find=("        gx = unbroadcast(grad, x.shape) if self.needs_input_grad[0] else None\n"
+                 "        gy = unbroadcast(grad, y.shape) if self.needs_input_grad[1] else None\n"
+                 "        return gx, gy"),
+           replace=("        gx = gy = None\n        if self.needs_input_grad[0]:\n"
+                    "            gx = unbroadcast(grad * 1, list(x.shape))\n"
+                    "        if self.needs_input_grad[1]:\n            gy = unbroadcast(grad, y.shape)\n"
+                    "        return [gx, gy]"),
+           why="if statements, an int factor, a shape given as a list and the gradients returned in a list"),
+    Mutant(id="mul-print-and-other-order", exercise="a02-mul",
+           find="        x, y = self.inputs\n",
+           replace="        x, y = self.inputs\n        print('Mul.backward', grad.shape)\n",
+           why="a print in the body"),
+    Mutant(id="div-negative-powers", exercise="a02-div",
+           find="-grad * x / (y * y)", replace="grad * (-x) * y ** -2",
+           why="-x y^-2 written with an int negative power"),
+    Mutant(id="div-reciprocal", exercise="a02-div",
+           find="unbroadcast(grad / y, x.shape)", replace="unbroadcast(grad * (1 / y), x.shape)",
+           why="multiplying by the reciprocal 1 / y"),
+    Mutant(id="pow-scalar-int-zero", exercise="a02-pow-scalar",
+           find="return grad * 0.0", replace="return grad * 0",
+           why="an int 0 instead of 0.0"),
+    Mutant(id="exp-recomputed", exercise="a02-exp",
+           find="return grad * self.output", replace="return self.inputs[0].exp() * grad",
+           why="exp(x) recomputed instead of reusing the output"),
+    Mutant(id="log-negative-power", exercise="a02-log",
+           find="return grad / x", replace="return grad * x ** -1",
+           why="1/x written as x ** -1"),
+    Mutant(id="tanh-int-power", exercise="a02-tanh",
+           find="return grad * (1.0 - t * t)", replace="return grad - grad * t ** 2",
+           why="expanded, with an int power"),
+    Mutant(id="sigmoid-expanded", exercise="a02-sigmoid",
+           find="return grad * s * (1.0 - s)", replace="return grad * (s - s * s)",
+           why="s (1 - s) expanded as s - s^2"),
+    Mutant(id="sum-times-ones", exercise="a02-sum",
+           find="return broadcast_to(grad.reshape(kept_shape(x.shape, self.axes)), x.shape)",
+           replace=("ones = Tensor(np.ones(x.shape, dtype=grad.data.dtype))\n"
+                    "        return grad.reshape(kept_shape(x.shape, self.axes)) * ones"),
+           why="broadcasting by multiplying with ones instead of broadcast_to"),
+    Mutant(id="broadcast-to-loops", exercise="a02-broadcast-to",
+           find="return unbroadcast(grad, x.shape)",
+           replace=("g = grad\n        while g.ndim > x.ndim:\n            g = g.sum(axis=0)\n"
+                    "        for i, n in enumerate(x.shape):\n            if n == 1 and g.shape[i] != 1:\n"
+                    "                g = g.sum(axis=i, keepdims=True)\n        return g"),
+           why="the copies summed with a loop instead of unbroadcast"),
+    Mutant(id="transpose-inverse-by-loop", exercise="a02-transpose",
+           find="return grad.transpose(tuple(np.argsort(self.axes)))",
+           replace=("inverse = [0] * len(self.axes)\n        for i, axis in enumerate(self.axes):\n"
+                    "            inverse[axis] = i\n        return grad.transpose(inverse)"),
+           why="the inverse permutation built by a loop, passed as a list"),
+    Mutant(id="getitem-print-and-index", exercise="a02-getitem",
+           find="(x,) = self.inputs",
+           replace="x = self.inputs[0]\n        print('GetItem.backward', x.shape)",
+           why="a print in the body and self.inputs[0] instead of unpacking"),
+    Mutant(id="matmul-reshape-instead-of-expand-dims", exercise="a02-matmul",
+           find=("            g = g.expand_dims(-1)\n        if a.ndim == 1:\n            g = g.expand_dims(-2)\n"),
+           replace=("            g = g.reshape(g.shape + (1,))\n        if a.ndim == 1:\n"
+                    "            g = g.reshape(g.shape[:-1] + (1,) + g.shape[-1:])\n"),
+           why="reshape with an explicit shape instead of expand_dims"),
+    Mutant(id="softmax-method-max", exercise="a02-softmax",
+           find="e = np.exp(x - np.max(x, axis=self.axis, keepdims=True))",
+           replace="shifted = x - x.max(axis=self.axis, keepdims=True)\n        e = np.exp(shifted)",
+           why="the array's max method and a named intermediate"),
+    Mutant(id="softmax-backward-distributed", exercise="a02-softmax",
+           find="return s * (grad - (grad * s).sum(axis=self.axis, keepdims=True))",
+           replace="return s * grad - s * (s * grad).sum(axis=self.axis, keepdims=True)",
+           why="s (g - <g, s>) distributed"),
+    Mutant(id="log-softmax-named-softmax", exercise="a02-log-softmax",
+           find="return grad - self.output.exp() * grad.sum(axis=self.axis, keepdims=True)",
+           replace=("softmax = self.output.exp()\n"
+                    "        return grad - grad.sum(axis=self.axis, keepdims=True) * softmax"),
+           why="the softmax named first, the product in the other order"),
+]
