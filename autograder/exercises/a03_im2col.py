@@ -463,7 +463,7 @@ def check_conv2d(conv2d_array, rng):
             b = rng.standard_normal(w_shape[0]).astype(dtype) if with_bias else None
             keep = (x.copy(), w.copy(), None if b is None else b.copy())
             got = run(f"{label}: conv2d_array", f, x, w, b, *_args(params), hint=_matmul_hint)
-            if not isinstance(got, tuple) or len(got) != 2:
+            if not isinstance(got, (tuple, list)) or len(got) != 2:
                 raise GradingFailure(f"{label}: conv2d_array returns a pair (z, cols): the output and x's column "
                                      "matrix (the weight gradient reuses it)")
             z_ref, cols_ref = reference(*keep, *_args(params))
@@ -664,7 +664,7 @@ def check_max_pool(max_pool2d_array, rng):
                 kernel, stride, pad = pattern[1:]
                 keep = x.copy()
                 got = run(f"{label}: max_pool2d_array", f, x, kernel, stride, pad)
-                if not isinstance(got, tuple) or len(got) != 2:
+                if not isinstance(got, (tuple, list)) or len(got) != 2:
                     raise GradingFailure(f"{label}: max_pool2d_array returns a pair (out, index)")
                 out_ref, index_ref = reference(keep, kernel, stride, pad)
                 out = _array(label, "max_pool2d_array (out)", got[0], out_ref.shape, dtype,
@@ -717,7 +717,7 @@ def _nan_propagates(f, reference, rng) -> None:
         label = f"{label}, a NaN in each image"
         got = run(f"{label}: max_pool2d_array", f, x.copy(), kernel, stride, pad)
         out_ref, index_ref = reference(x.copy(), kernel, stride, pad)
-        if not isinstance(got, tuple) or len(got) != 2:
+        if not isinstance(got, (tuple, list)) or len(got) != 2:
             raise GradingFailure(f"{label}: max_pool2d_array returns a pair (out, index)")
         out, index = (np.asarray(a) for a in got)
         if out.shape != out_ref.shape or not np.array_equal(np.isnan(out), np.isnan(out_ref)) or \
@@ -739,7 +739,7 @@ def _integer_image(f, reference, rng) -> None:
     got = run(f"{label}: max_pool2d_array", f, x.copy(), (3, 3), (2, 2), (1, 1),
               hint=lambda error: message if isinstance(error, (OverflowError, ValueError, TypeError)) else None)
     out_ref, index_ref = reference(x.copy(), (3, 3), (2, 2), (1, 1))
-    if not isinstance(got, tuple) or len(got) != 2:
+    if not isinstance(got, (tuple, list)) or len(got) != 2:
         raise GradingFailure(f"{label}: max_pool2d_array returns a pair (out, index)")
     out, index = got
     if not isinstance(out, np.ndarray) or out.dtype != x.dtype or not np.array_equal(out, out_ref):

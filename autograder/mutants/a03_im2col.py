@@ -368,4 +368,18 @@ ALTERNATIVES = [
         replace="return x.sum(axis=(2, 3)) / (x.shape[2] * x.shape[3])",
         why="a sum divided by the Python int H*W",
     ),
+    Mutant(
+        id="max-pool-returns-a-list",
+        exercise="a03-max-pool",
+        find="return out, index",
+        replace="return [out, index]",
+        why="the pair returned as a list: the op unpacks it all the same",
+    ),
+    Mutant(
+        id="conv-returns-a-list",
+        exercise="a03-conv2d",
+        find="return z, cols",
+        replace="return [z, cols]",
+        why="the pair returned as a list: the op unpacks it all the same",
+    ),
 ]
