@@ -110,11 +110,21 @@ def mul(a, b) -> Value:
 
 
 def power(a: Value, exponent: float) -> Value:
-    """$c = a^p$ for a constant number p: $\\partial c/\\partial a = p\\,a^{p-1}$."""
+    """$c = a^p$ for a constant number p: $\\partial c/\\partial a = p\\,a^{p-1}$.
+
+    Two guards, so that the scalar engine agrees with the tensor engine (NumPy) where Python's
+    `0.0 ** -1` raises ZeroDivisionError: p = 0 sends no gradient (c = 1 is a constant, even at
+    a = 0), and at a = 0 an exponent p < 1 has an infinite slope: p * inf.
+    """
     out = Value(a.data**exponent, (a,), f"**{exponent:g}")
 
     def _backward():
-        a.grad += exponent * a.data ** (exponent - 1) * out.grad
+        if exponent == 0:  # c = 1 whatever a is: nothing to send (and 0.0 ** -1 would raise)
+            return
+        if a.data == 0 and exponent < 1:  # a^(p-1) is infinite at 0: the slope is p * inf, as NumPy's
+            a.grad += math.copysign(math.inf, exponent) * out.grad
+        else:
+            a.grad += exponent * a.data ** (exponent - 1) * out.grad
 
     out._backward = _backward
     return out

@@ -52,6 +52,25 @@ def test_relu_gradient_at_zero_is_zero():
     assert v.grad == 0.0
 
 
+@pytest.mark.parametrize("x, p", [(0.0, 0), (2.0, 0), (0.0, 0.5), (0.0, 2), (0.0, 1), (0.0, 1.5)])
+def test_power_at_zero_agrees_with_the_tensor_engine(x, p):
+    """Issue 11: `Value(0.0) ** 0` and `** 0.5` then backward() raised ZeroDivisionError; the tensor
+    engine (NumPy) gives 0 and inf. Both engines must give the same gradient."""
+    import warnings
+
+    import numpy as np
+
+    from solutions import Tensor
+
+    v = Value(x)
+    (v**p).backward()
+    t = Tensor(np.array(x), requires_grad=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # NumPy's divide by zero, on purpose
+        (t**p).backward()
+    assert v.grad == float(t.grad.data)
+
+
 def test_pow_rejects_a_value_exponent():
     with pytest.raises(TypeError):
         Value(2.0) ** Value(3.0)

@@ -76,7 +76,7 @@ def _check_value(out, name: str, label: str):
     return out
 
 
-def _op_case(f, name: str, label: str, args: list, forward, local_grads, rng, hint=None):
+def _op_case(f, name: str, label: str, args: list, forward, local_grads, rng, hint=None, raised_hint=None):
     """Call f(*args) on fresh Values and check data, children, and the accumulated gradients.
 
     `args` holds floats (made Values) and ("num", x) for plain numbers; `local_grads(*values)`
@@ -114,7 +114,7 @@ def _op_case(f, name: str, label: str, args: list, forward, local_grads, rng, hi
                              "out._backward = _backward before returning out")
     g = float(rng.uniform(0.5, 2.0) * rng.choice([-1, 1]))
     out.grad = g
-    run(f"{label}: the _backward closure of {name}", closure)
+    run(f"{label}: the _backward closure of {name}", closure, hint=raised_hint)
     if out.grad != g:
         raise GradingFailure(f"{label}: _backward changed out.grad; it must only add to the inputs' grads")
 
@@ -132,7 +132,8 @@ def _op_case(f, name: str, label: str, args: list, forward, local_grads, rng, hi
         if math.isclose(got, want, rel_tol=1e-9, abs_tol=1e-12):
             continue
         if not math.isfinite(got):
-            raise GradingFailure(f"{label}: a gradient became nan or inf")
+            message = hint(got - prior, share, g, *arg_data) if hint else None
+            raise GradingFailure(f"{label}: " + (message or "a gradient became nan or inf"))
         if math.isclose(got, share * g, rel_tol=1e-9) or any(
                 math.isclose(got, lg * g, rel_tol=1e-9) for lg in locals_):
             raise GradingFailure(f"{label}: the gradient the input already had was lost: did you overwrite "
@@ -179,18 +180,43 @@ def check_power(power, rng):
     f = prepare(power, "a01-power", "function")
 
     def hint(got, share, g, a, p):
+        if p == 0:
+            return ("with exponent 0, c = 1 is a constant: _backward must send no gradient, even at a = 0 "
+                    "(p * a^(p-1) there is 0 * inf = nan); guard the case p = 0")
+        if a == 0 and p < 1 and not math.isinf(got):
+            return ("at a = 0 an exponent p < 1 has an infinite slope: send p * inf (math.copysign(math.inf, "
+                    "exponent) * out.grad), as NumPy does")
         if math.isclose(got, p * a**p * g, rel_tol=1e-9):
             return "the exponent is off by one: d(a^p)/da = p a^(p-1)"
         if math.isclose(got, a ** (p - 1) * g, rel_tol=1e-9):
             return "the factor p is missing: d(a^p)/da = p a^(p-1)"
         return None
 
-    cases = [("a square", 2), ("a cube", 3), ("a negative power (1/a)", -1), ("a square root", 0.5),
-             ("a negative fractional power", -1.5)]
-    for label, p in cases:
-        x = float(rng.uniform(0.5, 2.0))
+    def raised_hint(p):
+        def hint_for(error):
+            if error.remote_type != "ZeroDivisionError":
+                return None
+            if p == 0:
+                return ("in Python 0.0 ** -1 raises: guard the case p = 0 (c = 1 is a constant, so no gradient, "
+                        "even at a = 0)")
+            return ("in Python 0.0 ** (p - 1) raises for p < 1: at a = 0 power has an infinite slope, guard that "
+                    "case and send p * inf (math.copysign(math.inf, exponent) * out.grad)")
+        return hint_for
+
+    def slope(a, q):
+        if q == 0:
+            return 0.0
+        if a == 0 and q < 1:
+            return math.copysign(math.inf, q)
+        return q * a ** (q - 1)
+
+    cases = [("a square", 2, None), ("a cube", 3, None), ("a negative power (1/a)", -1, None),
+             ("a square root", 0.5, None), ("a negative fractional power", -1.5, None), ("0", 0, None),
+             ("0 at a = 0", 0, 0.0), ("a square root at a = 0", 0.5, 0.0), ("a square at a = 0", 2, 0.0)]
+    for label, p, at in cases:
+        x = float(rng.uniform(0.5, 2.0)) if at is None else at
         _op_case(f, "power", f"exponent {label}", [x, ("num", p)], lambda a, q: a**q,
-                 lambda a, q: (q * a ** (q - 1), 0.0), rng, hint)
+                 lambda a, q: (slope(a, q), 0.0), rng, hint, raised_hint(p))
 
 
 def _unary(exercise_id: str, name: str, obj, rng, forward, derivative, points_of_interest, hint=None):

@@ -38,6 +38,29 @@ MUTANTS = [
         why="the power rule without lowering the exponent",
     ),
     Mutant(
+        id="power-no-zero-exponent-guard",
+        exercise="a01-power",
+        find="        if exponent == 0:  # c = 1 whatever a is: nothing to send (and 0.0 ** -1 would raise)\n"
+             "            return\n",
+        replace="",
+        why="no guard for exponent 0: at a = 0 the gradient becomes 0 * inf (or a ZeroDivisionError)",
+    ),
+    Mutant(
+        id="power-zero-exponent-nan",
+        exercise="a01-power",
+        find="        if exponent == 0:  # c = 1 whatever a is: nothing to send (and 0.0 ** -1 would raise)\n"
+             "            return\n",
+        replace="        if exponent == 0:\n            a.grad += 0 * math.inf * out.grad\n            return\n",
+        why="exponent 0 at a = 0 computed as 0 * inf: nan",
+    ),
+    Mutant(
+        id="power-no-infinite-slope",
+        exercise="a01-power",
+        find="if a.data == 0 and exponent < 1:",
+        replace="if False:",
+        why="no guard at a = 0 for p < 1: Python's 0.0 ** -0.5 raises ZeroDivisionError",
+    ),
+    Mutant(
         id="exp-uses-input",
         exercise="a01-exp",
         find="a.grad += out.data * out.grad",
@@ -335,6 +358,9 @@ EXPECTED = {
     "mul-overwrites-grad": "instead of accumulate",
     "mul-swapped": "the inputs are swapped",
     "power-off-by-one": "off by one",
+    "power-no-zero-exponent-guard": "guard the case p = 0",
+    "power-zero-exponent-nan": "guard the case p = 0",
+    "power-no-infinite-slope": "infinite slope",
     "exp-uses-input": "use out.data",
     "tanh-squares-input": "square the output",
     "relu-no-mask": "only where its input is > 0",
@@ -376,4 +402,89 @@ ALTERNATIVES = [
     Mutant(id="seed-with-an-int", exercise="a01-backward",
            find="root.grad = 1.0", replace="root.grad = 1",
            why="the contract says seed the root with 1; an int is a legitimate 1"),
+]
+ALTERNATIVES += [
+    Mutant(id="add-int-local-derivative-and-a-print", exercise="a01-add",
+           find="a.grad += out.grad\n        b.grad += out.grad",
+           replace=("print('add backward:', out.grad)\n        a.grad = a.grad + 1 * out.grad\n"
+                    "        b.grad = b.grad + 1 * out.grad"),
+           why="an int local derivative, `x = x + ...` instead of `+=`, and a print in the closure"),
+    Mutant(id="mul-numpy-scalars", exercise="a01-mul",
+           find="a.grad += b.data * out.grad\n        b.grad += a.data * out.grad",
+           replace="a.grad += np.float64(out.grad) * b.data\n        b.grad += np.multiply(out.grad, a.data)",
+           why="NumPy scalars instead of Python floats: a grad that is an np.float64 is still a number"),
+    Mutant(id="power-one-expression", exercise="a01-power",
+           find=("        if exponent == 0:  # c = 1 whatever a is: nothing to send (and 0.0 ** -1 would raise)\n"
+                 "            return\n"
+                 "        if a.data == 0 and exponent < 1:  # a^(p-1) is infinite at 0: the slope is p * inf, as "
+                 "NumPy's\n"
+                 "            a.grad += math.copysign(math.inf, exponent) * out.grad\n"
+                 "        else:\n"
+                 "            a.grad += exponent * a.data ** (exponent - 1) * out.grad\n"),
+           replace=("        def slope(x, p):  # a helper defined inside the answer\n"
+                    "            if not p:\n                return 0\n"
+                    "            if x == 0 and p < 1:\n                return float('inf') if p > 0 else float('-inf')\n"
+                    "            return p * pow(x, p - 1)\n"
+                    "        a.grad += slope(a.data, exponent) * out.grad\n"),
+           why="the guards in a helper defined inside the answer, an int 0, float('inf') and pow()"),
+    Mutant(id="exp-math-e", exercise="a01-exp",
+           find="a.grad += out.data * out.grad",
+           replace="a.grad += math.exp(a.data) * out.grad",
+           why="recomputing exp(a) instead of reusing the output: the same number"),
+    Mutant(id="tanh-from-exp", exercise="a01-tanh",
+           find="t = math.tanh(a.data)",
+           replace="t = 1.0 - 2.0 / (math.exp(2 * a.data) + 1.0)",
+           why="tanh from its exponential formula (in a form that does not overflow for large inputs)"),
+    Mutant(id="relu-max-and-bool-mask", exercise="a01-relu",
+           find="a.grad += (1.0 if a.data > 0 else 0.0) * out.grad",
+           replace="a.grad += (out.data > 0) * out.grad",
+           why="a bool mask (True * g) taken from the output instead of a float from the input"),
+    Mutant(id="topological-order-kahn", exercise="a01-topological-order",
+           find=("stack = [(root, False)]\n    while stack:\n        node, children_done = stack.pop()\n"
+                 "        if children_done:\n            order.append(node)\n        elif node not in visited:\n"
+                 "            visited.add(node)\n            stack.append((node, True))\n"
+                 "            for child in node._children:\n                stack.append((child, False))\n"
+                 "    return order"),
+           replace=("nodes, stack = [], [root]  # Kahn's algorithm: count each node's users first\n"
+                    "    visited.add(root)\n    while stack:\n        node = stack.pop()\n        nodes.append(node)\n"
+                    "        for child in node._children:\n            if child not in visited:\n"
+                    "                visited.add(child)\n                stack.append(child)\n"
+                    "    users = {node: 0 for node in nodes}\n    for node in nodes:\n"
+                    "        for child in node._children:\n            users[child] += 1\n"
+                    "    ready = [root]\n    while ready:\n        node = ready.pop()\n        order.append(node)\n"
+                    "        for child in node._children:\n            users[child] -= 1\n"
+                    "            if users[child] == 0:\n                ready.append(child)\n"
+                    "    return tuple(reversed(order))"),
+           why="Kahn's algorithm (count users, then peel from the root), returned as a tuple"),
+    Mutant(id="backward-index-loop", exercise="a01-backward",
+           find="for node in reversed(order):\n        node._backward()",
+           replace="for i in range(len(order) - 1, -1, -1):\n        order[i]._backward()",
+           why="an index loop from the end instead of reversed()"),
+    Mutant(id="toposort-iterators", exercise="a01-toposort",
+           find=("    stack = [(root, False) for root in reversed(roots)]\n    while stack:\n"
+                 "        node, inputs_done = stack.pop()\n        if inputs_done:\n"
+                 "            order.append(node)  # every input of node is already in order\n"
+                 "        elif id(node) not in visited:  # Tensor's == is elementwise: compare identities\n"
+                 "            visited.add(id(node))\n            stack.append((node, True))\n"
+                 "            if node.grad_fn is not None:\n                for x in node.grad_fn.inputs:\n"
+                 "                    if x.requires_grad:\n                        stack.append((x, False))\n"),
+           replace=("    def inputs(t):  # a helper defined inside the answer\n"
+                    "        return iter([x for x in t.grad_fn.inputs if x.requires_grad] if t.grad_fn else [])\n\n"
+                    "    for root in roots:\n        if id(root) in visited:\n            continue\n"
+                    "        visited.add(id(root))\n        stack = [(root, inputs(root))]\n"
+                    "        while stack:\n            node, pending = stack[-1]\n"
+                    "            for x in pending:\n                if id(x) not in visited:\n"
+                    "                    visited.add(id(x))\n                    stack.append((x, inputs(x)))\n"
+                    "                    break\n            else:\n                stack.pop()\n"
+                    "                order.append(node)\n"),
+           why="a depth-first search with a stack of iterators (each input visited as it is met)"),
+    Mutant(id="run-backward-ones-of-shape", exercise="a01-run-backward",
+           find="g = Tensor(np.ones_like(root.data)) if grads is None else grads[k]",
+           replace=("if grads is None:\n            g = Tensor(np.ones(root.shape, dtype=root.data.dtype))\n"
+                    "        else:\n            g = grads[k]"),
+           why="np.ones(shape, dtype) instead of np.ones_like, in an if statement"),
+    Mutant(id="no-grad-previous-from-the-switch", exercise="a01-no-grad",
+           find="set_grad_enabled(self.previous)",
+           replace="set_grad_enabled(self.previous)\n        return False",
+           why="__exit__ returning False explicitly (a false value does not swallow the exception)"),
 ]
