@@ -403,7 +403,8 @@ def check_backward(backward, rng):
     root, leaves = _chain(S, CHAIN_LENGTH)
     run(f"a chain of {CHAIN_LENGTH} additions: backward", f, root)
     if leaves[0].grad != 1.0:
-        raise GradingFailure(f"a chain of {CHAIN_LENGTH} additions: the input's gradient is wrong")
+        raise GradingFailure(f"a chain of {CHAIN_LENGTH} additions: the input's gradient is wrong: call every "
+                             "node's _backward once, in reverse topological order, after seeding the root with 1")
 
 
 def _number(g) -> bool:
@@ -655,7 +656,9 @@ def check_run_backward(run_backward, rng):
     f = prepare(run_backward, "a01-run-backward", "function")
     S, R = _T(), reference_engine()
     data = _leaf_data(rng, 3)
-    _compare_leaves("a tree-shaped expression", _tree, data, "wrong gradients")
+    _compare_leaves("a tree-shaped expression", _tree, data,
+                    "wrong gradients: seed each root, then for each tensor in reversed(toposort(roots)) send the "
+                    "gradient it received through input_grads(fn, g) to its inputs")
     _compare_leaves("an expression that uses a tensor several times", _shared_use, data,
                     "the gradients of a tensor used by several ops must add up: accumulate what arrives for "
                     "a tensor (add_grads(total, g)) instead of overwriting it")
@@ -789,7 +792,8 @@ def _check_create_graph(S, rng) -> None:
     _backward(label, d1.sum())
     t = np.tanh(values)
     if not _same(_array(x.grad), -2 * t * (1 - t * t)):
-        raise GradingFailure(f"{label}: wrong second derivative")
+        raise GradingFailure(f"{label}: wrong second derivative: with create_graph=True the walk must be recorded "
+                             "(set_grad_enabled(create_graph)) and every gradient built with the engine's operations")
     label = ("a Hessian-vector product of f(x) = x.Ax / 2 + sum(x^4) / 4, where x is used several times "
              "(backward with create_graph=True, then backward of grad . v)")
     n = 4
@@ -838,7 +842,8 @@ def _check_deep(S) -> None:
         top = top + 1.0
     _backward(f"a chain of {TENSOR_CHAIN} ops", top)
     if not _same(_array(x.grad), np.ones(1)):
-        raise GradingFailure(f"a chain of {TENSOR_CHAIN} ops: the input's gradient is wrong")
+        raise GradingFailure(f"a chain of {TENSOR_CHAIN} ops: the input's gradient is wrong: process each tensor "
+                             "once, in reversed(toposort(roots)), passing on the gradient it received")
 
 
 # --------------------------------------------------------------------------------------------

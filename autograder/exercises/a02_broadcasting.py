@@ -223,6 +223,23 @@ def check_pow_scalar(PowScalar, rng):
             c.label = f"exponent {label}, {c.label}"
         check_op(cls, "PowScalar", cases, rng, hint)
 
+    # The guard the contract asks for: p = 0, tried where x = 0 (there p x^(p-1) is 0 * inf = nan).
+    def zero_hint(ctx):
+        return ("guard the case p = 0: the derivative of x^0 = 1 is 0 everywhere, also at x = 0, where "
+                "p * x ** (p - 1) is 0 * inf = nan")
+
+    x = rng.uniform(0.5, 2.0, size=(3, 4)) * rng.choice([-1, 1], size=(3, 4))
+    x[rng.permutation(3)[:2], rng.permutation(4)[:2]] = 0.0
+    cases = [Case("exponent 0, an input with zeros, float64", [x], lambda E, x: E.ops.pow(x, 0), names=("x",)),
+             Case("exponent 0.0, an input with zeros, float32", [x.astype(np.float32)],
+                  lambda E, x: E.ops.pow(x, 0.0), names=("x",))]
+    try:
+        check_op(cls, "PowScalar", cases, rng, zero_hint)
+    except GradingFailure as failure:
+        if "nan or inf" not in str(failure):
+            raise
+        raise GradingFailure(f"{failure}: {zero_hint(None)}") from None
+
 
 @graded("a02-exp", "solutions.ops.elementwise:Exp", regions=("backward",), points=2, title="Exp")
 def check_exp(Exp, rng):

@@ -219,7 +219,17 @@ MUTANTS += [
         why="dL/dB = G^T A instead of A^T G: the transpose of the right answer",
     ),
 ]
+MUTANTS += [
+    Mutant(
+        id="pow-no-zero-guard",
+        exercise="a02-pow-scalar",
+        find="        if p == 0:  # x**-1 would turn 0 * inf into nan at x = 0\n            return grad * 0.0\n",
+        replace="",
+        why="no guard for p = 0: at x = 0 the gradient is 0 * inf = nan",
+    ),
+]
 EXPECTED.update({
+    "pow-no-zero-guard": "guard the case p = 0",
     "matmul-expand-dims-order": "vector @ vector",
     "matmul-gb-wrong-transpose": "transpose",
 })
