@@ -133,6 +133,11 @@ def test_mutant_is_caught_with_the_kind_of_mistake_and_costs_no_other_exercise(a
         assert failure(other.id, nb) == "", f"mutant {mutant.id} also breaks {other.id}"
 
 
+def test_every_exercise_has_a_correct_answer_in_another_style():
+    covered = {m.exercise for _, m in ALTERNATIVES}
+    assert not [s.id for s in SPECS if s.id not in covered], "exercises without an alternative correct answer"
+
+
 @pytest.mark.parametrize("assignment,alternative", ALTERNATIVES, ids=[f"{a}:{m.id}" for a, m in ALTERNATIVES])
 def test_a_correct_answer_in_another_style_keeps_full_marks(assignment, alternative):
     """Fairness, the mutants' mirror: the reference answer rewritten in another legitimate style."""
