@@ -19,12 +19,12 @@ from __future__ import annotations
 import copy
 import json
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .course import Course, CourseError, grade_id_exercise
 from .grade import Limits, Outcome, grade, scratch_dir
-from .mutants import Mutant, load_alternatives, load_mutants
+from .mutants import Mutant, load_alternatives, load_expected, load_mutants
 from .release import add_release_files
 from . import spec as spec_module
 
@@ -153,6 +153,29 @@ def _judge(subject: str, outcome: Outcome, cells: list[TestCell], scores: dict[s
     return Verdict(subject, exercise, expected, total, bool(own) and not other, verdict)
 
 
+def _messages(course: Course, assignment: str, student: str, exercise: str) -> str:
+    """The judge's messages on the exercise's test cells, as the autograded notebooks hold them."""
+    out = []
+    for path in sorted(course.autograded_dir(student, assignment).glob("*.ipynb")):
+        for cell in json.loads(path.read_text()).get("cells", []):
+            grade_id = ((cell.get("metadata") or {}).get("nbgrader") or {}).get("grade_id", "")
+            if grade_id and grade_id_exercise(grade_id) == exercise:
+                out += [o.get("evalue", "") for o in cell.get("outputs", []) if o.get("output_type") == "error"]
+    return "\n".join(out)
+
+
+def _names_the_mistake(verdict: Verdict, mutant: Mutant, phrase: str | None, messages: str) -> Verdict:
+    """A caught mutant whose message does not contain its EXPECTED phrase fails: the student would be
+    told that something is wrong, not what."""
+    if phrase is None:
+        return replace(verdict, ok=False, verdict=f"FAIL: caught, but EXPECTED has no phrase for '{mutant.id}'")
+    if phrase not in messages:
+        shown = messages.split("\n")[0][:160]
+        return replace(verdict, ok=False,
+                       verdict=f"FAIL: caught, but the message does not name the mistake ({phrase!r}): {shown}")
+    return verdict
+
+
 def check(course: Course, assignment: str, *, jobs: int = 2, cell_timeout: int | None = None,
           progress: bool = True) -> list[Verdict]:
     """Self-check one assignment: a verdict for the solution, the unanswered notebook, each mutant."""
@@ -200,13 +223,18 @@ def check(course: Course, assignment: str, *, jobs: int = 2, cell_timeout: int |
                 for student in submissions:
                     _write_submission(scratch, earlier, student, _read_notebooks(course.source_dir(earlier)))
         by_student = {f"mutant-{m.id}": m for m in mutants}
+        phrases = load_expected(assignment)
         outcomes = grade(scratch, assignment, list(submissions), jobs=jobs,
                          limits=Limits(cell_timeout=cell_timeout), progress=progress)
         verdicts = []
         for outcome in outcomes:
             scores = _scores(scratch, assignment, outcome.student) if outcome.status != "failed" else None
             mutant = by_student.get(outcome.student)
-            verdicts.append(_judge(mutant.id if mutant else outcome.student, outcome, cells, scores, mutant))
+            verdict = _judge(mutant.id if mutant else outcome.student, outcome, cells, scores, mutant)
+            if mutant is not None and verdict.ok and phrases is not None:
+                verdict = _names_the_mistake(verdict, mutant, phrases.get(mutant.id),
+                                             _messages(scratch, assignment, outcome.student, mutant.exercise))
+            verdicts.append(verdict)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

@@ -68,3 +68,15 @@ def test_check_reports_caught_leaking_and_uncaught_mutants(tmp_path, monkeypatch
         "from autograder.mutants import Mutant\nMUTANTS = [Mutant('twice', 'a00-add', 'dtype=float', 'dtype=int')]\n")
     assert autograder(course, "check", ASSIGNMENT) == 2
     assert "mutant 'twice' of a00_toy: `find` occurs 2 times" in capsys.readouterr().err
+
+
+def test_a_caught_mutant_must_be_told_its_mistake():
+    from autograder.mutants import Mutant
+    from autograder.selfcheck import Verdict, _names_the_mistake
+
+    caught = Verdict("m", "a02-mul", "a02-mul-hidden", "2", True, "caught")
+    mutant = Mutant(id="m", exercise="a02-mul", find="x", replace="y")
+    assert _names_the_mistake(caught, mutant, "unbroadcast", "a02-mul: sum it back with unbroadcast").ok
+    vague = _names_the_mistake(caught, mutant, "unbroadcast", "a02-mul: wrong values")
+    assert not vague.ok and "does not name the mistake" in vague.verdict
+    assert not _names_the_mistake(caught, mutant, None, "a02-mul: anything").ok

@@ -32,6 +32,9 @@ in another legitimate style** (a loop instead of a vectorized expression, ``np.a
 slices, an int where a float works, a view instead of a copy...). They are to fairness what the
 mutants are to strength: ``check`` fails an alternative that loses any point.
 
+And ``EXPECTED``, a dict mutant id -> a phrase: the message the student gets for that mutant must
+contain it (it names the kind of mistake); ``check`` fails a mutant whose message does not.
+
 Where catalogues are found: ``$AUTOGRADER_MUTANTS`` (``os.pathsep``-separated folders, first
 match wins; the autograder's own tests use it for the toy course), then this package.
 """
@@ -73,6 +76,20 @@ def load_mutants(assignment: str) -> list[Mutant]:
 def load_alternatives(assignment: str) -> list[Mutant]:
     """The catalogue's ``ALTERNATIVES``: correct answers in other styles, which must keep full marks."""
     return _load(assignment, "ALTERNATIVES")
+
+
+def load_expected(assignment: str) -> dict[str, str] | None:
+    """The catalogue's ``EXPECTED``: mutant id -> a phrase its message must contain (None: no such dict)."""
+    path = catalogue_path(assignment)
+    if path is None:
+        return None
+    spec = importlib.util.spec_from_file_location(f"autograder_mutants_{assignment}_expected", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    expected = getattr(module, "EXPECTED", None)
+    if expected is not None and not (isinstance(expected, dict) and all(isinstance(v, str) for v in expected.values())):
+        raise CourseError(f"{path}: EXPECTED must map mutant ids to phrases")
+    return expected
 
 
 def _load(assignment: str, name: str) -> list[Mutant]:
