@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -155,7 +156,8 @@ def is_remote(url: str) -> bool:
 def output() -> Path:
     """A fresh build folder of the test's own, beside (not inside) `make book`'s _build/html.
     Not pytest's tmp dir: a concurrent pytest session prunes old tmp dirs, and a cold build is slow."""
-    out = ROOT / "_build" / "test-book"
+    # BOOK_TEST_OUT lets two contributors (or helpers) run this file at once without sharing a folder.
+    out = Path(os.environ.get("BOOK_TEST_OUT", ROOT / "_build" / "test-book"))
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
     return out
