@@ -4,9 +4,11 @@
    (`coursekit.engine`, `coursekit.testing`, `coursekit.data`), never the private `solutions`
    package. At the start of a build this writes the *reference kit* (`autograder.kit
    .build_reference_kit`: the kit's modules with the whole reference behind them, never released)
-   into `_build/reference-kit/` and puts it on the `PYTHONPATH` of the kernels that execute the
-   chapters. On a student's machine the same imports reach the kit beside their notebook: their
-   own engine.
+   into `reference-kit/` beside the build's `html/` (`_build/reference-kit/` for `make book`) and
+   puts it on the `PYTHONPATH` of the kernels that execute the chapters. Each build output folder
+   gets its own: the kit is deleted and rewritten at every build start, so a shared one would
+   vanish under a concurrent build's kernels (`No module named 'coursekit'`). On a student's
+   machine the same imports reach the kit beside their notebook: their own engine.
 2. **Each chapter as a notebook.** Every chapter page gets a "download this chapter as a notebook"
    link at its top; the notebook (:func:`chapter_notebook`) is the chapter's cells, with the book's
    figure helpers (`_code/bookfig.py`) inlined so that it runs anywhere a `coursekit/` folder is
@@ -23,7 +25,6 @@ from docutils import nodes
 
 BOOK = Path(__file__).resolve().parents[1]
 ROOT = BOOK.parent
-KIT = ROOT / "_build" / "reference-kit"
 DOWNLOADS = "_downloads/chapters"
 PLUMBING = 'sys.path.insert(0, os.path.abspath("_code"))'
 
@@ -117,8 +118,9 @@ def _directive():
 def _reference_kit(app, config) -> None:
     from autograder.kit import build_reference_kit
 
-    build_reference_kit(KIT)
-    paths = [str(KIT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    kit = Path(app.outdir).parent / "reference-kit"
+    build_reference_kit(kit)
+    paths = [str(kit)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
 
 
