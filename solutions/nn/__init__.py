@@ -10,14 +10,14 @@ Book: chapters 5 and 6. Tests: `tests/test_layers.py`, `tests/test_training.py`,
 """
 from . import functional, init
 from .layers import (
-    AvgPool2d, BatchNorm1d, BatchNorm2d, Conv2d, CrossEntropyLoss, Dropout, Flatten, Identity,
+    AvgPool2d, BatchNorm1d, BatchNorm2d, Conv2d, ConvTranspose2d, CrossEntropyLoss, Dropout, Flatten, Identity,
     Linear, MaxPool2d, MSELoss, NLLLoss, ReLU, Sigmoid, Tanh,
 )
 from .module import LoadResult, Module, ModuleBase, Parameter, Sequential
 from .numerical import numerical_gradient
 
 __all__ = [
-    "AvgPool2d", "BatchNorm1d", "BatchNorm2d", "Conv2d", "CrossEntropyLoss", "Dropout", "Flatten",
+    "AvgPool2d", "BatchNorm1d", "BatchNorm2d", "Conv2d", "ConvTranspose2d", "CrossEntropyLoss", "Dropout", "Flatten",
     "Identity", "Linear", "LoadResult", "MSELoss", "MaxPool2d", "Module", "ModuleBase", "NLLLoss", "Parameter",
     "ReLU", "Sequential", "Sigmoid", "Tanh", "functional", "init",
     "numerical_gradient",

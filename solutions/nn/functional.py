@@ -27,7 +27,7 @@ _REDUCTIONS = ("mean", "sum", "none")
 def __getattr__(name: str) -> Any:
     # conv2d, max_pool2d, ... live in solutions.ops; look them up when asked, so this module
     # imports even in a copy of the engine that has no convolution yet.
-    if name in ("conv1d", "conv2d", "max_pool2d", "avg_pool2d", "global_avg_pool2d"):
+    if name in ("conv1d", "conv2d", "conv_transpose2d", "max_pool2d", "avg_pool2d", "global_avg_pool2d", "einsum"):
         return getattr(ops, name)
     raise AttributeError(f"module 'solutions.nn.functional' has no attribute {name!r}")
 

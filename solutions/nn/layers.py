@@ -21,7 +21,7 @@ from . import init
 from .module import Module, Parameter
 
 __all__ = [
-    "AvgPool2d", "BatchNorm1d", "BatchNorm2d", "Conv2d", "CrossEntropyLoss", "Dropout", "Flatten",
+    "AvgPool2d", "BatchNorm1d", "BatchNorm2d", "Conv2d", "ConvTranspose2d", "CrossEntropyLoss", "Dropout", "Flatten",
     "Identity", "Linear", "MSELoss", "MaxPool2d", "NLLLoss", "ReLU", "Sigmoid", "Tanh",
 ]
 
@@ -130,6 +130,73 @@ class Conv2d(Module):
         return s
 
 
+class ConvTranspose2d(Module):
+    """Transposed 2-D convolution: x (N, C_in, H, W) -> (N, C_out, OH, OW), weight (C_in, C_out/G, KH, KW).
+
+    $OH = (H - 1)s - 2p + d(KH - 1) + \\text{output\\_padding} + 1$. Init as PyTorch's: its
+    fan_in is computed from the weight's axis 1, i.e. C_out/G * KH * KW.
+    """
+
+    def __init__(
+        self,
+        in_channels: int,
+        out_channels: int,
+        kernel_size: int | tuple[int, int],
+        stride: int | tuple[int, int] = 1,
+        padding: int | tuple[int, int] = 0,
+        output_padding: int | tuple[int, int] = 0,
+        groups: int = 1,
+        bias: bool = True,
+        dilation: int | tuple[int, int] = 1,
+        *,
+        dtype: Any = np.float32,
+        rng: Any = None,
+    ):
+        super().__init__()
+        if groups <= 0 or in_channels % groups or out_channels % groups:
+            raise ValueError(
+                f"ConvTranspose2d: in_channels ({in_channels}) and out_channels ({out_channels}) must both be "
+                f"divisible by groups ({groups})"
+            )
+        dtype, rng = _float_dtype(dtype, "ConvTranspose2d"), init.as_rng(rng)
+        self.in_channels, self.out_channels, self.groups = in_channels, out_channels, groups
+        self.kernel_size = _pair(kernel_size, "kernel_size", "ConvTranspose2d")
+        self.stride = _pair(stride, "stride", "ConvTranspose2d")
+        self.padding = _pair(padding, "padding", "ConvTranspose2d")
+        self.output_padding = _pair(output_padding, "output_padding", "ConvTranspose2d")
+        self.dilation = _pair(dilation, "dilation", "ConvTranspose2d")
+        for a in (0, 1):
+            if self.output_padding[a] >= max(self.stride[a], self.dilation[a]):
+                raise ValueError(
+                    f"ConvTranspose2d: output_padding {self.output_padding} must be smaller than either stride "
+                    f"{self.stride} or dilation {self.dilation} along each axis"
+                )
+        KH, KW = self.kernel_size
+        self.weight = Parameter(np.empty((in_channels, out_channels // groups, KH, KW), dtype=dtype))
+        init.kaiming_uniform_(self.weight, a=math.sqrt(5), rng=rng)
+        if bias:
+            fan_in = out_channels // groups * KH * KW  # PyTorch's fan_in of this weight layout
+            self.bias = Parameter(np.empty(out_channels, dtype=dtype))
+            init.uniform_(self.bias, -1 / math.sqrt(fan_in), 1 / math.sqrt(fan_in), rng=rng)
+        else:
+            self.register_parameter("bias", None)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return ops.conv_transpose2d(x, self.weight, self.bias, self.stride, self.padding, self.output_padding,
+                                    self.groups, self.dilation)
+
+    def extra_repr(self) -> str:
+        s = f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}"
+        for name, default in (("padding", (0, 0)), ("output_padding", (0, 0)), ("dilation", (1, 1))):
+            if getattr(self, name) != default:
+                s += f", {name}={getattr(self, name)}"
+        if self.groups != 1:
+            s += f", groups={self.groups}"
+        if self.bias is None:
+            s += ", bias=False"
+        return s
+
+
 class _BatchNorm(Module):
     """Shared by BatchNorm1d and BatchNorm2d; they differ only in the input shapes they accept."""
 
@@ -221,19 +288,26 @@ class BatchNorm2d(_BatchNorm):
 class MaxPool2d(Module):
     """Max over KH x KW windows: (N, C, H, W) -> (N, C, OH, OW); stride defaults to the kernel size."""
 
-    def __init__(self, kernel_size: int | tuple[int, int], stride: int | tuple[int, int] | None = None, padding: int | tuple[int, int] = 0):
+    def __init__(self, kernel_size: int | tuple[int, int], stride: int | tuple[int, int] | None = None,
+                 padding: int | tuple[int, int] = 0, dilation: int | tuple[int, int] = 1):
         super().__init__()
         self.kernel_size, self.stride, self.padding = kernel_size, kernel_size if stride is None else stride, padding
+        self.dilation = dilation
 
     def forward(self, x: Tensor) -> Tensor:
-        return ops.max_pool2d(x, self.kernel_size, self.stride, self.padding)
+        return ops.max_pool2d(x, self.kernel_size, self.stride, self.padding, self.dilation)
 
     def extra_repr(self) -> str:
-        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+        dilation = f", dilation={self.dilation}" if self.dilation != 1 else ""
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}{dilation}"
 
 
 class AvgPool2d(MaxPool2d):
     """Mean over KH x KW windows (padding counts as zeros in the mean, PyTorch's default)."""
+
+    def __init__(self, kernel_size: int | tuple[int, int], stride: int | tuple[int, int] | None = None,
+                 padding: int | tuple[int, int] = 0):
+        super().__init__(kernel_size, stride, padding)  # no dilation: PyTorch's AvgPool2d has none
 
     def forward(self, x: Tensor) -> Tensor:
         return ops.avg_pool2d(x, self.kernel_size, self.stride, self.padding)

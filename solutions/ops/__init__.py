@@ -5,6 +5,11 @@ class up at call time, so replacing a class in its module (see `solutions.overri
 every tensor expression uses. The grader relies on that to test one student-written op at a time.
 The convolution, pooling, dilate and erode ops run their array kernels through `kernels.py`,
 which picks the teaching or the fast ones (bound at the end of this file).
+
+Beyond the chapters' ops, the ones a PyTorch user reaches for: `sin`, `cos`, `sign`, `floor`,
+`ceil`, `round` (math.py), `std`, `prod`, `cumsum` (reduce.py), `einsum` (einsum.py),
+`conv_transpose2d` (conv_transpose.py) and `max_pool2d(..., dilation=d)` (pool.py). An axis out
+of range raises NumPy's `AxisError`, both a ValueError and an IndexError, naming the op.
 """
 from .elementwise import (
     Abs, Add, Cast, Clip, Div, Exp, Log, Maximum, Minimum, Mul, Neg, Pow, PowScalar, ReLU,
@@ -14,6 +19,7 @@ from .elementwise import (
 )
 from .matmul import MatMul, matmul
 from .reduce import Max, Min, Sum, argmax, argmin, max, mean, min, sum, var
+from .reduce import CumSum, Prod, Std, cumsum, prod, std  # noqa: F401  (re-exported: the op namespace)
 from .shape import (
     BroadcastTo, Concatenate, Flip, GetItem, Pad, Reshape, ScatterAdd, Transpose,
     broadcast_to, concatenate, expand_dims, flatten, flip, getitem, pad, permute, reshape,
@@ -31,6 +37,11 @@ from .pool import (
     AvgPool2d, AvgPool2dScatter, MaxPool2d, MaxPool2dGather, MaxPool2dScatter, avg_pool2d, global_avg_pool2d,
     max_pool2d,
 )
+# Beyond the chapters (re-exported: the op namespace).
+from .pool import MaxPool2dDilated, MaxPool2dDilatedGather, MaxPool2dDilatedScatter  # noqa: F401
+from .math import Ceil, Cos, Floor, Round, Sign, Sin, ceil, cos, floor, round, sign, sin  # noqa: F401
+from .einsum import Einsum, einsum  # noqa: F401
+from .conv_transpose import conv_transpose2d  # noqa: F401
 from . import kernels
 
 kernels.use_fast(kernels.default_fast())

@@ -29,13 +29,14 @@ import numpy as np
 
 from ..graph import Function, Tensor, as_tensor
 from . import kernels
-from .im2col import Pair, as_pair, offset_slice, pad_hw, positive_pair
+from .im2col import Pair, as_pair, col2im, im2col, offset_slice, pad_hw, positive_pair, windows
 
 
 # --------------------------------------------------------------------------------------------
 # Parameters
 # --------------------------------------------------------------------------------------------
-def _pool_params(op: str, x_shape: tuple[int, ...], kernel_size: Any, stride: Any, padding: Any) -> tuple[Pair, Pair, Pair]:
+def _pool_params(op: str, x_shape: tuple[int, ...], kernel_size: Any, stride: Any, padding: Any,
+                 dilation: Any = 1) -> tuple[Pair, Pair, Pair, Pair]:
     if len(x_shape) != 4:
         hint = "; add a batch axis with x.unsqueeze(0)" if len(x_shape) == 3 else ""
         raise ValueError(f"{op}: expected a 4-D input (N, C, H, W), got shape {tuple(x_shape)}{hint}")
@@ -49,13 +50,18 @@ def _pool_params(op: str, x_shape: tuple[int, ...], kernel_size: Any, stride: An
         raise ValueError(
             f"{op}: padding {pad} is more than half the kernel {kernel}; PyTorch allows at most kernel_size // 2"
         )
+    dilation_ = positive_pair(dilation, "dilation", op)
+    extent = (dilation_[0] * (kernel[0] - 1) + 1, dilation_[1] * (kernel[1] - 1) + 1)
     H, W = x_shape[2:]
-    if kernel[0] > H + 2 * pad[0] or kernel[1] > W + 2 * pad[1]:
+    if extent[0] > H + 2 * pad[0] or extent[1] > W + 2 * pad[1]:
+        what = f"kernel {kernel} is"
+        if dilation_ != (1, 1):
+            what = f"kernel {kernel} with dilation {dilation_} spans {extent},"
         raise ValueError(
-            f"{op}: kernel {kernel} is larger than the padded input ({H + 2 * pad[0]}, {W + 2 * pad[1]}) "
+            f"{op}: {what} larger than the padded input ({H + 2 * pad[0]}, {W + 2 * pad[1]}) "
             f"(input {(H, W)}, padding {pad}); use a smaller kernel or more padding"
         )
-    return kernel, stride_, pad
+    return kernel, stride_, pad, dilation_
 
 
 def _out_hw(hw: tuple[int, int], kernel: Pair, stride: Pair, pad: Pair) -> Pair:
@@ -134,14 +140,16 @@ class MaxPool2d(Function):
         return max_pool2d_scatter(grad, self.index, x.shape, self.kernel_size, self.stride, self.padding)
 
 
-def max_pool2d(x, kernel_size, stride=None, padding=0) -> Tensor:
-    """Max over each (KH, KW) window: x (N, C, H, W) -> (N, C, OH, OW), $OH = (H + 2p - KH)//s + 1$.
+def max_pool2d(x, kernel_size, stride=None, padding=0, dilation=1) -> Tensor:
+    """Max over each (KH, KW) window: x (N, C, H, W) -> (N, C, OH, OW), $OH = (H + 2p - d(KH-1) - 1)//s + 1$.
 
     `stride` defaults to the kernel size (non-overlapping windows); padding counts as -inf and
-    may be at most half the kernel.
+    may be at most half the kernel; `dilation` d spaces the window's taps d apart (PyTorch's).
     """
     x = as_tensor(x)
-    kernel, stride_, pad = _pool_params("max_pool2d", x.shape, kernel_size, stride, padding)
+    kernel, stride_, pad, dilation_ = _pool_params("max_pool2d", x.shape, kernel_size, stride, padding, dilation)
+    if dilation_ != (1, 1):
+        return MaxPool2dDilated.apply(x, kernel_size=kernel, stride=stride_, padding=pad, dilation=dilation_)
     return MaxPool2d.apply(x, kernel_size=kernel, stride=stride_, padding=pad)
 
 
@@ -226,7 +234,7 @@ def avg_pool2d(x, kernel_size, stride=None, padding=0) -> Tensor:
     (PyTorch's default count_include_pad=True) and may be at most half the kernel.
     """
     x = as_tensor(x)
-    kernel, stride_, pad = _pool_params("avg_pool2d", x.shape, kernel_size, stride, padding)
+    kernel, stride_, pad, _ = _pool_params("avg_pool2d", x.shape, kernel_size, stride, padding)
     return AvgPool2d.apply(x, kernel_size=kernel, stride=stride_, padding=pad)
 
 
@@ -245,6 +253,91 @@ class AvgPool2dScatter(Function):
 
 def avg_pool2d_scatter(grad, x_shape, kernel_size, stride, padding) -> Tensor:
     return AvgPool2dScatter.apply(grad, x_shape=tuple(x_shape), kernel_size=kernel_size, stride=stride, padding=padding)
+
+
+# --------------------------------------------------------------------------------------------
+# Max pool with dilation: the window's taps d apart (PyTorch's `dilation`)
+# --------------------------------------------------------------------------------------------
+# Built on chapter 3's kernels, not on the offset loops above: the windows are `windows` with
+# a dilation, the gradient's scatter is `col2im` of one-hot columns and its adjoint is `im2col`.
+# (Average pooling has no dilation in PyTorch.)
+def _dilated_taps(x, kernel, stride, pad, dilation):
+    """Every window's KH*KW taps, in row-major order: (N, C, OH, OW, KH*KW), padding as -inf."""
+    win = windows(pad_hw(x, _pad4(pad), value=_lowest(x.dtype)), kernel, stride, dilation)
+    return win.reshape(win.shape[:4] + (kernel[0] * kernel[1],))
+
+
+def _first_max(taps):
+    """The tap that wins each window, as PyTorch picks it: the first maximum, or the last NaN."""
+    if taps.dtype.kind != "f":
+        return np.argmax(taps, axis=-1)
+    nan = np.isnan(taps)
+    index = np.argmax(np.where(nan, -np.inf, taps), axis=-1)
+    if nan.any():  # a NaN takes over from everything before it, so the last one wins
+        last_nan = taps.shape[-1] - 1 - np.argmax(nan[..., ::-1], axis=-1)
+        index = np.where(nan.any(axis=-1), last_nan, index)
+    return index
+
+
+def _taps_to_cols(taps, kernel):
+    """(N, C, OH, OW, KH*KW) -> im2col's layout (C*KH*KW, N*OH*OW)."""
+    N, C, OH, OW, _ = taps.shape
+    taps = taps.reshape(N, C, OH, OW, *kernel).transpose(1, 4, 5, 0, 2, 3)  # (C, KH, KW, N, OH, OW)
+    return taps.reshape(C * kernel[0] * kernel[1], N * OH * OW)
+
+
+class MaxPool2dDilated(Function):
+    """$z = \\max$ over each dilated window; the gradient goes to each window's winning tap."""
+
+    def __init__(self, kernel_size: Pair, stride: Pair, padding: Pair, dilation: Pair):
+        self.kernel_size, self.stride, self.padding, self.dilation = kernel_size, stride, padding, dilation
+
+    def forward(self, x):
+        taps = _dilated_taps(x, self.kernel_size, self.stride, self.padding, self.dilation)
+        self.index = _first_max(taps)  # (N, C, OH, OW): the winning tap i*KW + j
+        return np.take_along_axis(taps, self.index[..., None], axis=-1)[..., 0]
+
+    def backward(self, grad):
+        (x,) = self.inputs
+        return MaxPool2dDilatedScatter.apply(grad, index=self.index, x_shape=x.shape, kernel_size=self.kernel_size,
+                                             stride=self.stride, padding=self.padding, dilation=self.dilation)
+
+
+class MaxPool2dDilatedScatter(Function):
+    """Each window's gradient to its winning tap: col2im of one-hot columns. Its adjoint is the gather."""
+
+    def __init__(self, index, x_shape, kernel_size: Pair, stride: Pair, padding: Pair, dilation: Pair):
+        self.index, self.x_shape = index, tuple(x_shape)
+        self.kernel_size, self.stride, self.padding, self.dilation = kernel_size, stride, padding, dilation
+
+    def forward(self, grad):
+        won = self.index[..., None] == np.arange(self.kernel_size[0] * self.kernel_size[1])  # one-hot taps
+        taps = np.where(won, grad[..., None], 0)
+        cols = _taps_to_cols(taps.astype(grad.dtype, copy=False), self.kernel_size)
+        return col2im(cols, self.x_shape, self.kernel_size, self.stride, self.padding, self.dilation)
+
+    def backward(self, g):
+        return MaxPool2dDilatedGather.apply(g, index=self.index, kernel_size=self.kernel_size, stride=self.stride,
+                                            padding=self.padding, dilation=self.dilation)
+
+
+class MaxPool2dDilatedGather(Function):
+    """Read g at each window's winning tap: im2col, then pick. Its adjoint is the scatter."""
+
+    def __init__(self, index, kernel_size: Pair, stride: Pair, padding: Pair, dilation: Pair):
+        self.index, self.kernel_size, self.stride = index, kernel_size, stride
+        self.padding, self.dilation = padding, dilation
+
+    def forward(self, g):
+        cols = im2col(g, self.kernel_size, self.stride, self.padding, self.dilation)  # (C*KH*KW, N*OH*OW)
+        N, C, OH, OW = self.index.shape
+        taps = cols.reshape(C, self.kernel_size[0] * self.kernel_size[1], N, OH, OW).transpose(2, 0, 3, 4, 1)
+        return np.take_along_axis(taps, self.index[..., None], axis=-1)[..., 0]
+
+    def backward(self, grad):
+        (g,) = self.inputs
+        return MaxPool2dDilatedScatter.apply(grad, index=self.index, x_shape=g.shape, kernel_size=self.kernel_size,
+                                             stride=self.stride, padding=self.padding, dilation=self.dilation)
 
 
 def global_avg_pool2d(x) -> Tensor:

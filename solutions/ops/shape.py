@@ -16,6 +16,15 @@ from ..graph import Function, Tensor, as_tensor
 # --------------------------------------------------------------------------------------------
 # Axis helpers shared by every op that takes an axis
 # --------------------------------------------------------------------------------------------
+def axis_error(op: str, axis: Any, ndim: int) -> np.exceptions.AxisError:
+    """An axis out of range: NumPy's AxisError, so both a ValueError and an IndexError (as NumPy
+    raises and as PyTorch's IndexError is caught), with a message naming the op, axis and ndim."""
+    low, high = -(ndim or 1), (ndim or 1) - 1
+    return np.exceptions.AxisError(
+        f"{op}: axis {axis} is out of range for a tensor with {ndim} dimensions (valid axes: {low} to {high})"
+    )
+
+
 def normalize_axis(axis: Any, ndim: int, op: str) -> tuple[int, ...]:
     """`axis` (None, int or tuple, negatives allowed) as a sorted tuple of non-negative axes."""
     if axis is None:
@@ -30,7 +39,7 @@ def normalize_axis(axis: Any, ndim: int, op: str) -> tuple[int, ...]:
         if not isinstance(a, (int, np.integer)):
             raise TypeError(f"{op}: axis must be an int or a tuple of ints, got {axis!r}")
         if not -bound <= a < bound:
-            raise ValueError(f"{op}: axis {a} is out of range for a tensor with {ndim} dimensions")
+            raise axis_error(op, a, ndim)
         out.append(int(a) % bound)
     if len(out) > 1:
         if len(set(out)) != len(out):
@@ -135,8 +144,12 @@ def transpose(x, axes=None) -> Tensor:
         n = x.ndim
         in_range = all(isinstance(a, (int, np.integer)) and -n <= a < n for a in axes)
         axes = tuple(int(a) % n for a in axes) if in_range else tuple(axes)  # negative axes count from the end
+        message = f"transpose: axes {axes} are not a permutation of the {x.ndim} axes of shape {x.shape}"
+        bad = [a for a in axes if isinstance(a, (int, np.integer)) and not -n <= a < n]
+        if bad:  # an axis out of range is NumPy's AxisError (a ValueError and an IndexError)
+            raise np.exceptions.AxisError(f"{message} (axis {bad[0]} is out of range)")
         if not in_range or sorted(axes) != list(range(n)):
-            raise ValueError(f"transpose: axes {axes} are not a permutation of the {x.ndim} axes of shape {x.shape}")
+            raise ValueError(message)
     return Transpose.apply(x, axes=axes)
 
 
@@ -159,7 +172,10 @@ def swapaxes(x, dim0: int, dim1: int) -> Tensor:
 def expand_dims(x, axis: int) -> Tensor:
     x = as_tensor(x)
     if not -x.ndim - 1 <= axis <= x.ndim:
-        raise ValueError(f"expand_dims: axis {axis} is out of range for a tensor of shape {x.shape}")
+        raise np.exceptions.AxisError(
+            f"expand_dims: axis {axis} is out of range for a tensor of shape {x.shape} "
+            f"(valid axes: {-x.ndim - 1} to {x.ndim})"
+        )
     axis = axis % (x.ndim + 1)
     return reshape(x, x.shape[:axis] + (1,) + x.shape[axis:])
 
