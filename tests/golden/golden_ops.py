@@ -190,6 +190,13 @@ def _dims(axis, ndim):
     return (axis,) if isinstance(axis, int) else tuple(axis)
 
 
+def _torch_prod(x, dims, keepdim):
+    """torch.prod reduces one dim at a time: the tuple of axes, last first, so the others stay put."""
+    for d in sorted(dims, reverse=True):
+        x = x.prod(dim=d, keepdim=keepdim)
+    return x
+
+
 REDUCTION_AXES = {"all": (None, False), "ax1": (1, False), "axneg": (-1, True), "tuple": ((0, 2), False),
                   "tuple_keep": ((2, 0), True)}
 for _axname, (_axis, _keep) in REDUCTION_AXES.items():
@@ -275,6 +282,119 @@ add("log_softmax_large", Case(inputs(x=FIXED(_LARGE)), lambda t, x: t.log_softma
 add("logsumexp_large", Case(inputs(x=FIXED(_LARGE)), lambda t, x: t.logsumexp(x, dim=1), lambda x: x.logsumexp(1)))
 add("logsumexp_neg_inf", Case(inputs(x=FIXED([[-np.inf, 0.0, np.log(3.0)], [1.0, -np.inf, 2.0]])),
                               lambda t, x: t.logsumexp(x, dim=1), lambda x: x.logsumexp(1)))
+
+
+# --------------------------------------------------------------------------------------------
+# The ops a PyTorch user reaches for (added after the cases above, so that the random numbers
+# of every earlier case, drawn in table order from one generator, stay what they were)
+# --------------------------------------------------------------------------------------------
+MORE_UNARY = {
+    "sin": (lambda t, x: t.sin(x), S.sin, U((3, 4), -4, 4)),
+    "cos": (lambda t, x: t.cos(x), S.cos, U((3, 4), -4, 4)),
+    "sign": (lambda t, x: t.sign(x), S.sign, FIXED([-2.5, -0.0, 0.0, 0.3, 1.0])),
+    "floor": (lambda t, x: t.floor(x), S.floor, U((3, 4), -3, 3)),
+    "ceil": (lambda t, x: t.ceil(x), S.ceil, U((3, 4), -3, 3)),
+    # halves round to even, as NumPy and PyTorch do
+    "round": (lambda t, x: t.round(x), S.round, FIXED([-2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 0.49, -0.51])),
+    "round_decimals": (lambda t, x: t.round(x, decimals=1), lambda x: S.round(x, 1), U((3, 4), -3, 3)),
+}
+for _op, (_tf, _ef, _mx) in MORE_UNARY.items():
+    add(_op, Case(inputs(x=_mx), _tf, _ef))
+
+STD_CASES = {
+    # name: (shape or fixed values, axis, keepdims, correction)
+    "all": ((2, 3, 4), None, False, 1),
+    "ax1": ((2, 3, 4), 1, False, 1),
+    "axneg_keep": ((2, 3, 4), -1, True, 1),
+    "tuple": ((2, 3, 4), (0, 2), False, 1),
+    "correction0": ((2, 3, 4), 1, False, 0),
+    "correction2": ((3, 5), 1, False, 2),
+}
+for _name, (_shape, _axis, _keep, _corr) in STD_CASES.items():
+    add(f"std_{_name}", Case(inputs(x=U(_shape)),
+                             lambda t, x, a=_axis, k=_keep, c=_corr: t.std(x, dim=_dims(a, x.ndim), correction=c, keepdim=k),
+                             lambda x, a=_axis, k=_keep, c=_corr: x.std(a, k, c)))
+# A constant slice: std 0, and PyTorch's gradient there is 0 (not nan); one element with
+# correction=0 is such a slice; one element with correction=1 is 0/0: nan, and a nan gradient.
+add("std_constant_slice", Case(inputs(x=FIXED([[3.0, 3.0, 3.0], [1.0, 2.0, 4.0]])),
+                               lambda t, x: t.std(x, dim=1), lambda x: x.std(1)))
+add("std_one_element_correction0", Case(inputs(x=FIXED([[2.0], [-1.0]])),
+                                        lambda t, x: t.std(x, dim=1, correction=0), lambda x: x.std(1, correction=0)))
+add("std_one_element_nan", Case(inputs(x=FIXED([[2.0], [-1.0]])),
+                                lambda t, x: t.std(x, dim=1), lambda x: x.std(1), second=False))
+
+for _axname, (_axis, _keep) in REDUCTION_AXES.items():
+    add(f"prod_{_axname}", Case(inputs(x=U((2, 3, 4), 0.5, 1.5)),
+                                lambda t, x, a=_axis, k=_keep: _torch_prod(x, _dims(a, 3), k),
+                                lambda x, a=_axis, k=_keep: x.prod(a, k)))
+# Zeros: a row with one zero, a row with two, a row with none; and all of them at once.
+_ZEROS = [[1.5, 0.0, 2.0, -1.0], [0.0, 3.0, 0.0, 2.0], [1.0, -2.0, 0.5, 4.0]]
+add("prod_zeros_axis", Case(inputs(x=FIXED(_ZEROS)), lambda t, x: x.prod(dim=1), lambda x: x.prod(1)))
+add("prod_zeros_all", Case(inputs(x=FIXED(_ZEROS)), lambda t, x: x.prod(), lambda x: x.prod()))
+add("prod_one_zero_all", Case(inputs(x=FIXED([3.0, 1.0, 0.0, 2.0])), lambda t, x: x.prod(), lambda x: x.prod()))
+
+for _axis in (0, -1):
+    add(f"cumsum_ax{_axis}", Case(inputs(x=U((3, 4))), lambda t, x, a=_axis: t.cumsum(x, dim=a) ** 2,
+                                  lambda x, a=_axis: x.cumsum(a) ** 2))
+
+EINSUM = {
+    # name: (subscripts, operand shapes)
+    "matmul": ("ij,jk->ik", [(2, 3), (3, 4)]),
+    "implicit": ("ij,jk", [(2, 3), (3, 4)]),
+    "batched": ("bij,bjk->bik", [(2, 2, 3), (2, 3, 4)]),
+    "outer": ("i,j->ij", [(3,), (4,)]),
+    "dot": ("i,i->", [(5,), (5,)]),
+    "three": ("ij,jk,kl->il", [(2, 3), (3, 4), (4, 2)]),
+    "ellipsis_broadcast": ("...ij,...jk->...ik", [(2, 1, 2, 3), (3, 3, 2)]),
+    "ellipsis_summed": ("...i,...i->...", [(2, 3, 4), (3, 4)]),
+    "diagonal_times": ("ii,i->i", [(3, 3), (3,)]),
+    "sum_inside": ("ijk,j->ik", [(2, 3, 4), (3,)]),
+}
+for _name, (_eq, _shapes) in EINSUM.items():
+    _names = "abc"[: len(_shapes)]
+    add(f"einsum_{_name}", Case(
+        inputs(**{n: U(sh) for n, sh in zip(_names, _shapes)}),
+        lambda t, eq=_eq, **xs: t.einsum(eq, *xs.values()),
+        lambda eq=_eq, **xs: S.einsum(eq, *xs.values()),
+        diff=tuple(_names),
+    ))
+# One operand is linear in it: square the result so the second derivative says something.
+for _name, _eq, _shape in [("diagonal", "ii->i", (3, 3)), ("trace", "ii->", (3, 3)), ("trace_implicit", "ii", (3, 3)),
+                           ("transpose", "ij->ji", (2, 3)), ("row_sums", "ij->i", (2, 3)),
+                           ("diagonal_3d", "iij->ji", (3, 3, 2))]:
+    add(f"einsum_{_name}", Case(inputs(x=U(_shape)), lambda t, x, eq=_eq: t.einsum(eq, x) ** 2,
+                                lambda x, eq=_eq: S.einsum(eq, x) ** 2))
+
+CONV_TRANSPOSE = {
+    # name: (x shape, weight shape (C_in, C_out/G, KH, KW), stride, padding, output_padding, groups, dilation)
+    "plain": ((2, 3, 4, 5), (3, 2, 3, 3), 1, 0, 0, 1, 1),
+    "stride2_pad1_outpad1": ((2, 3, 4, 4), (3, 2, 3, 3), 2, 1, 1, 1, 1),
+    "groups": ((1, 4, 3, 4), (4, 3, 2, 3), 2, 0, 1, 2, 1),
+    "dilation_outpad": ((1, 2, 4, 3), (2, 2, 3, 2), 1, 1, 1, 1, 2),
+    "pairs": ((1, 2, 3, 4), (2, 3, 2, 3), (2, 3), (1, 0), (1, 2), 1, (1, 2)),
+    "outpad_over_pad": ((1, 2, 3, 3), (2, 2, 2, 2), 3, 0, 2, 1, 1),
+}
+for _name, (_sx, _sw, _s, _p, _op, _g, _d) in CONV_TRANSPOSE.items():
+    add(f"conv_transpose2d_{_name}", Case(
+        inputs(x=U(_sx), w=U(_sw), b=U((_sw[1] * _g,))),
+        lambda t, x, w, b, s=_s, p=_p, op=_op, g=_g, d=_d: t.nn.functional.conv_transpose2d(x, w, b, s, p, op, g, d),
+        lambda x, w, b, s=_s, p=_p, op=_op, g=_g, d=_d: S.conv_transpose2d(x, w, b, s, p, op, g, d),
+        diff=("x", "w", "b"),
+    ))
+
+MAX_POOL_DILATED = {
+    # name: (x shape, kernel, stride, padding, dilation)
+    "d2": ((2, 2, 7, 7), 3, 1, 0, 2),
+    "d2_pad_stride": ((1, 2, 8, 9), 3, 2, 1, 2),
+    "pairs": ((1, 1, 9, 8), (2, 3), (1, 2), (1, 0), (3, 2)),
+}
+for _name, (_sx, _k, _s, _p, _d) in MAX_POOL_DILATED.items():
+    # Squared, so the second derivative is not zero; distinct values, so no window has a tie.
+    add(f"max_pool2d_dilated_{_name}", Case(
+        inputs(x=DISTINCT(_sx)),
+        lambda t, x, k=_k, s=_s, p=_p, d=_d: t.nn.functional.max_pool2d(x, k, s, p, d) ** 2,
+        lambda x, k=_k, s=_s, p=_p, d=_d: S.max_pool2d(x, k, s, p, d) ** 2,
+    ))
 
 
 # --------------------------------------------------------------------------------------------
