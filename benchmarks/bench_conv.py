@@ -1,51 +1,35 @@
 """Speed of the engine's conv2d and max_pool2d, side by side with PyTorch's CPU kernels.
 
     python benchmarks/bench_conv.py                 # engine (and PyTorch if importable)
-    python benchmarks/bench_conv.py --repeats 20 --dtype float32
-    python benchmarks/bench_conv.py --threads 1     # one core each: steadier on a busy machine
+    python benchmarks/bench_conv.py --rounds 5 --dtype float32
+    python benchmarks/bench_conv.py --threads 1     # only one thread count for every side
 
 For every shape: conv2d forward (no graph) and forward + backward (x, weight and bias all
-require grad; backward from a fixed random upstream gradient), in float32 and float64. Each
-time is the minimum over repeats, after warm-up runs, with the engine and PyTorch alternating
-inside every repeat, so a busy moment of a shared machine hits both. Reported: milliseconds,
-GFLOP/s (forward 2*N*K*OH*OW*C/G*KH*KW flops, backward twice that), the engine's time as a
-ratio of PyTorch's (below 1 is faster), and geometric means of the ratios. Two references
-tell how far the convolution is from what the BLAS underneath can do: NumPy's matmul peak on a
-large square product, and "GEMMs", the three matrix products of an im2col forward + backward
-alone (no im2col, no col2im), as a ratio to PyTorch's forward + backward: no im2col
-implementation on this BLAS can beat that floor.
-
-PyTorch runs with as many threads as NumPy's BLAS (OPENBLAS_NUM_THREADS / OMP_NUM_THREADS, or
-every core), so the comparison is thread for thread. `--threads N` sets that number for both
-(it must be set before NumPy starts, hence the argument parsing before the imports).
+require grad; backward from a fixed random upstream gradient), in float32 and float64. Timed
+by the method of `fair.py`: blocks of calls per side, never interleaved, after warm-up, each
+side at its best of 1 or 2 threads, minimum over rounds. Reported: milliseconds, GFLOP/s
+(forward 2*N*K*OH*OW*C/G*KH*KW flops, backward twice that), the thread count each side was
+fastest with, the engine's time as a ratio of PyTorch's (below 1 is faster), and geometric
+means of the ratios. Two references tell how far the convolution is from what the BLAS
+underneath can do: NumPy's matmul peak on a large square product, and "GEMMs", the three
+matrix products of an im2col forward + backward alone (no im2col, no col2im), as a ratio to
+PyTorch's forward + backward.
 """
 from __future__ import annotations
 
 import argparse
-import gc
 import math
-import os
 import platform
-import time
-from typing import Callable
+import sys
+from pathlib import Path
 
-if __name__ == "__main__":
-    _early = argparse.ArgumentParser(add_help=False)
-    _early.add_argument("--threads", type=int)
-    _threads = _early.parse_known_args()[0].threads
-    if _threads:
-        for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-            os.environ[_var] = str(_threads)
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import numpy as np  # noqa: E402  (after the thread count is fixed)
+import fair  # noqa: E402
+import numpy as np  # noqa: E402
+from fair import torch  # noqa: E402
 
 from solutions import Tensor, conv2d, max_pool2d, no_grad  # noqa: E402
-
-try:  # PyTorch is an optional oracle: the benchmark runs without it.
-    import torch
-except ImportError:  # pragma: no cover - depends on the venv
-    torch = None
-
 
 # (N, C, H, W), (K, KH, KW), stride, padding, dilation
 SHAPES = [
@@ -59,49 +43,17 @@ SHAPES = [
 POOL_SHAPE = (64, 32, 32, 32)
 
 
-def blas_threads() -> int:
-    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-        if os.environ.get(var, "").isdigit():
-            return int(os.environ[var])
-    return os.cpu_count() or 1
-
-
-def best_time(fn: Callable[[], object], warmup: int = 2) -> Callable[[], float]:
-    """A timer for fn; the first call also runs the warm-up (big first allocations are slow)."""
-    state = {"warm": False}
-
-    def run() -> float:
-        if not state["warm"]:
-            for _ in range(warmup):
-                fn()
-            state["warm"] = True
-        gc.collect()
-        t = time.perf_counter()
-        fn()
-        return time.perf_counter() - t
-
-    return run
-
-
-def side_by_side(timers: dict[str, Callable[[], float]], repeats: int) -> dict[str, float]:
-    """Minimum time of each timer, running them in turn inside every repeat."""
-    best = {name: math.inf for name in timers}
-    for _ in range(repeats):
-        for name, timer in timers.items():
-            best[name] = min(best[name], timer())
-    return best
-
-
-def matmul_peak(dtype: np.dtype, n: int = 2048, repeats: int = 5) -> float:
+def matmul_peak(dtype: np.dtype, n: int = 2048) -> float:
     a = np.random.default_rng(0).standard_normal((n, n)).astype(dtype)
-    t = side_by_side({"mm": best_time(lambda: a @ a, warmup=1)}, repeats)["mm"]
+    with fair.threads(max(fair.THREAD_CHOICES)):
+        t = fair.block(lambda: a @ a, calls=3, warmup=1)
     return 2 * n**3 / t / 1e9
 
 
 # --------------------------------------------------------------------------------------------
 # One shape: the engine's and PyTorch's runs
 # --------------------------------------------------------------------------------------------
-def conv_case(shape, dtype, repeats: int) -> dict[str, float]:
+def conv_case(shape, dtype, args) -> dict[str, tuple[float, int]]:
     (N, C, H, W), (K, KH, KW), s, p, d = shape
     rng = np.random.default_rng(0)
     x = rng.standard_normal((N, C, H, W)).astype(dtype)
@@ -130,7 +82,7 @@ def conv_case(shape, dtype, repeats: int) -> dict[str, float]:
         np.matmul(cols, gm.T, out=dw_t)
         np.matmul(w2.T, gm, out=dcols)
 
-    timers = {"ours_fwd": best_time(ours_fwd), "ours_fb": best_time(ours_fwd_bwd), "gemms": best_time(gemms_only)}
+    sides = {"ours_fwd": ours_fwd, "ours_fb": ours_fwd_bwd, "gemms": gemms_only}
     if torch is not None:
         tx, tw, tb, tg = (torch.from_numpy(a) for a in (x, w, b, g))
 
@@ -143,13 +95,13 @@ def conv_case(shape, dtype, repeats: int) -> dict[str, float]:
             torch.nn.functional.conv2d(xt, wt, bt, s, p, d).backward(tg)
             return xt.grad, wt.grad, bt.grad
 
-        timers.update(torch_fwd=best_time(torch_fwd), torch_fb=best_time(torch_fwd_bwd))
-    times = side_by_side(timers, repeats)
-    times["flops"] = 2.0 * N * K * OH * OW * C * KH * KW
+        sides.update(torch_fwd=torch_fwd, torch_fb=torch_fwd_bwd)
+    times = fair.compare(sides, args.rounds, args.calls, thread_choices=args.thread_choices)
+    times["flops"] = (2.0 * N * K * OH * OW * C * KH * KW, 0)
     return times
 
 
-def pool_case(dtype, repeats: int) -> dict[str, float]:
+def pool_case(dtype, args) -> dict[str, tuple[float, int]]:
     x = np.random.default_rng(0).standard_normal(POOL_SHAPE).astype(dtype)
     n, c, h, w = POOL_SHAPE
     g = np.random.default_rng(1).standard_normal((n, c, h // 2, w // 2)).astype(dtype)
@@ -159,7 +111,7 @@ def pool_case(dtype, repeats: int) -> dict[str, float]:
         max_pool2d(xt, 2).backward(g)
         return xt.grad
 
-    timers = {"ours": best_time(ours)}
+    sides = {"ours": ours}
     if torch is not None:
         tx, tg = torch.from_numpy(x), torch.from_numpy(g)
 
@@ -168,8 +120,8 @@ def pool_case(dtype, repeats: int) -> dict[str, float]:
             torch.nn.functional.max_pool2d(xt, 2).backward(tg)
             return xt.grad
 
-        timers["torch"] = best_time(theirs)
-    return side_by_side(timers, repeats)
+        sides["torch"] = theirs
+    return fair.compare(sides, args.rounds, args.calls, thread_choices=args.thread_choices)
 
 
 # --------------------------------------------------------------------------------------------
@@ -186,57 +138,61 @@ def gmean(values: list[float]) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--calls", type=int, default=5, help="timed calls per block")
     parser.add_argument("--dtype", choices=["float32", "float64", "both"], default="both")
-    parser.add_argument("--threads", type=int, help="threads for NumPy's BLAS, the engine's copies and PyTorch")
+    parser.add_argument("--threads", type=int, help="only this thread count (default: the best of 1 and 2)")
     args = parser.parse_args()
-    threads = blas_threads()
-    if torch is not None:
-        torch.set_num_threads(threads)
+    args.thread_choices = (args.threads,) if args.threads else fair.THREAD_CHOICES
     dtypes = [np.float32, np.float64] if args.dtype == "both" else [np.dtype(args.dtype).type]
     print(f"conv2d benchmark: Python {platform.python_version()}, NumPy {np.__version__}, "
-          f"PyTorch {torch.__version__ if torch is not None else '(not installed)'}, {threads} threads")
-    if hasattr(os, "getloadavg"):  # other work on the machine shows up in every number below
-        print(f"load average before the run: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
-    print("times are the minimum over repeats (ms); GF/s = GFLOP/s; ratio = engine time / PyTorch time\n")
+          f"PyTorch {torch.__version__ if torch is not None else 'not installed (engine only)'}")
+    print(f"method: {fair.method(args.rounds, args.calls)}; {fair.load()}")
+    print("times in ms; GF/s = GFLOP/s; thr = the thread count a side was fastest with; "
+          "ratio = engine time / PyTorch time\n")
     summary = []
     for dtype in dtypes:
         name = np.dtype(dtype).name
         peak = matmul_peak(dtype)
-        print(f"{name}: NumPy matmul peak {peak:.0f} GF/s (2048x2048)")
-        header = (f"{'shape':34} {'fwd ms':>8} {'GF/s':>6} {'torch':>8} {'ratio':>6} | {'fwd+bwd':>8} {'GF/s':>6} "
-                  f"{'torch':>8} {'ratio':>6} | {'GEMMs':>7} {'ratio':>6}")
+        print(f"{name}: NumPy matmul peak {peak:.0f} GF/s (2048x2048); {fair.load()}")
+        header = (f"{'shape':34} {'fwd ms':>7} {'thr':>3} {'torch':>7} {'thr':>3} {'ratio':>5} | {'fwd+bwd':>7} "
+                  f"{'GF/s':>5} {'thr':>3} {'torch':>7} {'thr':>3} {'ratio':>5} | {'GEMMs':>6} {'ratio':>5}")
         print(header)
         print("-" * len(header))
         ratios_f, ratios_fb, ratios_floor = [], [], []
         for shape in SHAPES:
-            t = conv_case(shape, dtype, args.repeats)
-            f, fb = t["ours_fwd"], t["ours_fb"]
-            line = f"{describe(shape):34} {f * 1e3:8.2f} {t['flops'] / f / 1e9:6.1f} "
+            t = conv_case(shape, dtype, args)
+            (f, nf), (fb, nfb), (gm, _) = t["ours_fwd"], t["ours_fb"], t["gemms"]
+            line = f"{describe(shape):34} {f * 1e3:7.2f} {nf:3d} "
             if torch is not None:
-                rf, rfb = f / t["torch_fwd"], fb / t["torch_fb"]
-                ratios_f.append(rf)
-                ratios_fb.append(rfb)
-                line += f"{t['torch_fwd'] * 1e3:8.2f} {rf:6.2f} | {fb * 1e3:8.2f} {3 * t['flops'] / fb / 1e9:6.1f} "
-                line += f"{t['torch_fb'] * 1e3:8.2f} {rfb:6.2f} | {t['gemms'] * 1e3:7.2f} {t['gemms'] / t['torch_fb']:6.2f}"
-                ratios_floor.append(t["gemms"] / t["torch_fb"])
+                (tf, ntf), (tfb, ntfb) = t["torch_fwd"], t["torch_fb"]
+                ratios_f.append(f / tf)
+                ratios_fb.append(fb / tfb)
+                ratios_floor.append(gm / tfb)
+                gfs = 3 * t["flops"][0] / fb / 1e9
+                line += f"{tf * 1e3:7.2f} {ntf:3d} {f / tf:5.2f} | {fb * 1e3:7.2f} {gfs:5.0f} {nfb:3d} "
+                line += f"{tfb * 1e3:7.2f} {ntfb:3d} {fb / tfb:5.2f} | {gm * 1e3:6.2f} {gm / tfb:5.2f}"
             else:
-                line += f"{'':8} {'':6} | {fb * 1e3:8.2f} {3 * t['flops'] / fb / 1e9:6.1f} {'':8} {'':6} | {t['gemms'] * 1e3:7.2f}"
+                line += f"{'':7} {'':3} {'':5} | {fb * 1e3:7.2f} {3 * t['flops'][0] / fb / 1e9:5.0f} {nfb:3d} "
+                line += f"{'':7} {'':3} {'':5} | {gm * 1e3:6.2f}"
             print(line, flush=True)
         if torch is not None:
             gf, gfb = gmean(ratios_f), gmean(ratios_fb)
-            print(f"{'geometric mean of ratios':34} {'':8} {'':6} {'':8} {gf:6.2f} | {'':8} {'':6} {'':8} {gfb:6.2f} | "
-                  f"{'':7} {gmean(ratios_floor):6.2f}")
+            print(f"{'geometric mean of ratios':34} {'':7} {'':3} {'':7} {'':3} {gf:5.2f} | {'':7} {'':5} {'':3} "
+                  f"{'':7} {'':3} {gfb:5.2f} | {'':6} {gmean(ratios_floor):5.2f}")
             summary.append((name, gf, gfb))
-        pool = pool_case(dtype, args.repeats)
-        line = f"max_pool2d 2x2 fwd+bwd {POOL_SHAPE}: {pool['ours'] * 1e3:.2f} ms"
+        pool = pool_case(dtype, args)
+        line = f"max_pool2d 2x2 fwd+bwd {POOL_SHAPE}: {pool['ours'][0] * 1e3:.2f} ms ({pool['ours'][1]} thr)"
         if torch is not None:
-            line += f", PyTorch {pool['torch'] * 1e3:.2f} ms, ratio {pool['ours'] / pool['torch']:.2f}"
-        print(line + "\n")
+            line += (f", PyTorch {pool['torch'][0] * 1e3:.2f} ms ({pool['torch'][1]} thr), "
+                     f"ratio {pool['ours'][0] / pool['torch'][0]:.2f}")
+        print(line + f"; {fair.load()}\n")
     if summary:
-        print("summary (engine / PyTorch, geometric mean over shapes):")
+        print(f"summary (engine / PyTorch, geometric mean over shapes; {fair.method(args.rounds, args.calls)}):")
         for name, gf, gfb in summary:
-            print(f"  {name}: forward {gf:.2f}x, forward+backward {gfb:.2f}x")
+            print(f"  conv2d {name}: forward {gf:.2f}x, forward+backward {gfb:.2f}x")
+    else:
+        print("PyTorch is not importable here: engine times only (run with .venv-golden/bin/python to compare)")
 
 
 if __name__ == "__main__":

@@ -4,13 +4,14 @@ On a 1-element tensor the arithmetic is free, so what is left is the cost of the
 building one node in the forward pass, and visiting it (plus accumulating its gradient) in the
 backward pass. Every chain is timed side by side in one run, repeat after repeat, and the best
 (minimum) time of each is reported, because the minimum is the measurement least disturbed by
-whatever else the machine is doing. The clock is this thread's CPU time by default (time spent
+whatever else the machine is doing. Frameworks run in blocks, never interleaved, each at its best
+thread count (`fair.py`). The clock is this thread's CPU time by default (time spent
 waiting for a core that another process holds is not counted); `--clock wall` uses
 `perf_counter` instead. Python's garbage collector stays on, as in real use, and runs between
-repeats.
+run.
 
     python benchmarks/bench_graph.py            # engine vs NumPy (and PyTorch if importable)
-    python benchmarks/bench_graph.py --ops 2000 --repeats 30 --clock wall
+    python benchmarks/bench_graph.py --ops 2000 --rounds 5 --clock wall
 
 Chains (each has `--ops` op applications, so times are per op):
 
@@ -29,17 +30,18 @@ from __future__ import annotations
 import argparse
 import gc
 import platform
+import sys
 import time
+from pathlib import Path
 from typing import Callable
 
-import numpy as np
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from solutions import Tensor
+import fair  # noqa: E402
+import numpy as np  # noqa: E402
+from fair import torch  # noqa: E402
 
-try:  # PyTorch is an optional oracle: the benchmark runs without it.
-    import torch
-except ImportError:  # pragma: no cover - depends on the venv
-    torch = None
+from solutions import Tensor  # noqa: E402
 
 Timer = Callable[[], tuple[float, float]]  # one run -> (forward seconds, backward seconds)
 CLOCKS = {"cpu": time.thread_time, "wall": time.perf_counter}
@@ -143,19 +145,21 @@ def torch_chain(kind: str, n_ops: int) -> Timer:
 
 
 # --------------------------------------------------------------------------------------------
-# Measurement: interleave the frameworks within each repeat, keep the minimum.
+# Measurement: the method of `fair.py` (blocks per framework, never interleaved; best thread count)
 # --------------------------------------------------------------------------------------------
-def measure(timers: dict[str, Timer], repeats: int, warmup: int = 3) -> dict[str, tuple[float, float]]:
-    for _ in range(warmup):
-        for run in timers.values():
-            run()
+def measure(timers: dict[str, Timer], rounds: int, calls: int, warmup: int = 3) -> dict[str, tuple[float, float]]:
     best = {name: [float("inf"), float("inf")] for name in timers}
-    for _ in range(repeats):
+    for _ in range(rounds):
         for name, run in timers.items():
-            gc.collect()  # start every run with the same, empty, young generation
-            fwd, bwd = run()
-            best[name][0] = min(best[name][0], fwd)
-            best[name][1] = min(best[name][1], bwd)
+            for n in fair.THREAD_CHOICES:
+                with fair.threads(n):
+                    for _ in range(warmup):
+                        run()
+                    for _ in range(calls):
+                        gc.collect()  # start every run with the same, empty, young generation
+                        fwd, bwd = run()
+                        best[name][0] = min(best[name][0], fwd)
+                        best[name][1] = min(best[name][1], bwd)
     return {name: (f, b) for name, (f, b) in best.items()}
 
 
@@ -169,18 +173,18 @@ CHAINS = {
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ops", type=int, default=1000, help="ops per chain (default 1000)")
-    parser.add_argument("--repeats", type=int, default=20, help="timed repeats; the minimum is kept")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds of blocks; the minimum is kept")
+    parser.add_argument("--calls", type=int, default=7, help="timed runs per block")
     parser.add_argument("--chains", default="abc", help="which chains to run (default abc)")
     parser.add_argument("--clock", choices=sorted(CLOCKS), default="cpu", help="cpu: thread CPU time (default); wall")
     args = parser.parse_args()
     global clock
     clock = CLOCKS[args.clock]
 
-    if torch is not None:
-        torch.set_num_threads(1)  # tiny tensors: threads only add overhead; one thread is fairest
     who = f"Python {platform.python_version()}, NumPy {np.__version__}"
-    who += f", PyTorch {torch.__version__} (1 thread)" if torch is not None else ", PyTorch not installed"
-    print(f"per-op overhead, {args.ops}-op chains, float64, min over {args.repeats} repeats, {args.clock} clock ({who})")
+    who += f", PyTorch {torch.__version__}" if torch is not None else ", PyTorch not installed (engine only)"
+    print(f"per-op overhead, {args.ops}-op chains, float64, {args.clock} clock ({who})")
+    print(f"method: {fair.method(args.rounds, args.calls)}; {fair.load()}")
     print("times in microseconds per op; 'x' columns are engine / other\n")
 
     header = f"{'chain':<40} {'pass':<8} {'engine':>8} {'numpy':>8} {'x numpy':>8}"
@@ -192,7 +196,7 @@ def main() -> None:
         timers = {"engine": engine_chain(kind, args.ops), "numpy": numpy_chain(kind, args.ops)}
         if torch is not None:
             timers["torch"] = torch_chain(kind, args.ops)
-        best = measure(timers, args.repeats)
+        best = measure(timers, args.rounds, args.calls)
         for p, label in enumerate(("forward", "backward")):
             us = {name: best[name][p] / args.ops * 1e6 for name in best}
             row = f"{'(' + kind + ') ' + CHAINS[kind] if p == 0 else '':<40} {label:<8} "

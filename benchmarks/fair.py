@@ -1,0 +1,96 @@
+"""Timing two libraries fairly on a small shared machine: blocks, best thread count, rounds.
+
+Used by every benchmark here and by `book/_code/measure_torch.py`. The method, and why:
+
+- **Blocks, never interleaved.** A side runs `calls` times in a row, then the other side does.
+  After a call, OpenBLAS and OpenMP threads keep spinning for a while; if the other library's
+  call comes next, those threads steal its cores (on the digits CNN step PyTorch measured
+  86 ms interleaved and 4.9 ms in blocks).
+- **Warm-up** calls start every block (first big allocations are slow, caches are cold).
+- **Each side at its best thread count**: every block is run at 1 and at 2 threads (NumPy's
+  BLAS through `threadpoolctl`, since OPENBLAS_NUM_THREADS is read only at import; the engine's
+  copy threads through `solutions.ops._fast.THREADS`; PyTorch through `torch.set_num_threads`)
+  and each side keeps its faster setting. Small tensors are often fastest on one thread.
+- **Rounds**: the whole set of blocks runs `rounds` times (the sides take turns), and each time
+  is the minimum over all its calls in all rounds, the measurement least disturbed by whatever
+  else the machine runs. The load average is printed with every table.
+"""
+from __future__ import annotations
+
+import gc
+import os
+import time
+from contextlib import contextmanager
+from typing import Callable, Iterator
+
+from threadpoolctl import threadpool_limits
+
+try:  # PyTorch is an optional oracle: every benchmark runs without it.
+    import torch
+except ImportError:  # pragma: no cover - depends on the venv
+    torch = None
+
+try:
+    from solutions.ops import _fast
+except ImportError:  # the course kit's engine has no fast kernels
+    _fast = None
+
+CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+THREAD_CHOICES = tuple(sorted({1, min(2, CORES)}))
+
+
+def method(rounds: int, calls: int) -> str:
+    return (f"blocks of {calls} calls per side (never interleaved) after warm-up, each side at its best of "
+            f"{'/'.join(map(str, THREAD_CHOICES))} threads, minimum over {rounds} rounds")
+
+
+def load() -> str:
+    if not hasattr(os, "getloadavg"):
+        return "load average unknown"
+    return f"load average {os.getloadavg()[0]:.2f} on {CORES} cores"
+
+
+@contextmanager
+def threads(n: int) -> Iterator[None]:
+    """Inside the block, NumPy's BLAS, the engine's copy threads and PyTorch use n threads."""
+    was_fast = _fast.THREADS if _fast is not None else None
+    was_torch = torch.get_num_threads() if torch is not None else None
+    if _fast is not None:
+        _fast.THREADS = n
+    if torch is not None:
+        torch.set_num_threads(n)
+    try:
+        with threadpool_limits(limits=n):
+            yield
+    finally:
+        if _fast is not None:
+            _fast.THREADS = was_fast
+        if torch is not None:
+            torch.set_num_threads(was_torch)
+
+
+def block(fn: Callable[[], object], calls: int, warmup: int) -> float:
+    """The fastest of `calls` calls of fn in a row, after `warmup` untimed ones (seconds)."""
+    for _ in range(warmup):
+        fn()
+    gc.collect()
+    best = float("inf")
+    for _ in range(calls):
+        t = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t)
+    return best
+
+
+def compare(sides: dict[str, Callable[[], object]], rounds: int = 3, calls: int = 5, warmup: int = 2,
+            thread_choices: tuple[int, ...] = THREAD_CHOICES) -> dict[str, tuple[float, int]]:
+    """{side: (best seconds, the thread count it was reached with)}, by the method above."""
+    best = {name: (float("inf"), 0) for name in sides}
+    for _ in range(rounds):
+        for name, fn in sides.items():
+            for n in thread_choices:
+                with threads(n):
+                    t = block(fn, calls, warmup)
+                if t < best[name][0]:
+                    best[name] = (t, n)
+    return best
