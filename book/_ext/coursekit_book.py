@@ -152,6 +152,9 @@ def _write_notebooks(app, exception) -> None:
 
 
 def setup(app):
+    from autograder.local_kernels import prefer_ipc_transport
+
+    prefer_ipc_transport()  # the chapters' kernels: no "running over TCP without encryption" warnings
     # ```{assignment-exercises} a02_broadcasting```: the assignment's exercises, read from its notebook
     app.add_directive("assignment-exercises", _directive())
     app.connect("config-inited", _reference_kit)
