@@ -57,8 +57,8 @@ from nbgrader.api import Gradebook, MissingEntry
 from sqlalchemy.exc import SAWarning
 from tqdm import tqdm
 
-from .judge import worker
 from .course import Course, CourseError
+from .judge import worker
 from .nbgrader_glue import record_grades
 
 RUN_PREFIX = "autograder-grade-"

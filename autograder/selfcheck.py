@@ -22,11 +22,11 @@ import shutil
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from . import spec as spec_module
 from .course import Course, CourseError, grade_id_exercise
 from .grade import Limits, Outcome, grade, scratch_dir
 from .mutants import Mutant, load_alternatives, load_expected, load_mutants
 from .release import add_release_files
-from . import spec as spec_module
 
 SOLUTION, UNANSWERED = "solution", "unanswered"
 TIMESTAMP = "2000-01-01 00:00:00.000000 UTC"

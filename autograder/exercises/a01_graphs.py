@@ -21,10 +21,22 @@ import math
 
 import numpy as np
 
-from autograder.judge.checks import (close, identity, kind, prepare, reference_engine, run, same_object, sandbox_type,
-                                     student_engine, student_engine_session, time_limit, type_name)
-from autograder.judge.registry import GradingFailure
+from autograder.judge.checks import (
+    close,
+    identity,
+    kind,
+    prepare,
+    reference_engine,
+    run,
+    same_object,
+    sandbox_type,
+    student_engine,
+    student_engine_session,
+    time_limit,
+    type_name,
+)
 from autograder.judge.judge import student_module
+from autograder.judge.registry import GradingFailure
 from autograder.judge.session import Proxy, StudentError
 from autograder.spec import graded
 
@@ -96,7 +108,7 @@ def _op_case(f, name: str, label: str, args: list, forward, local_grads, rng, hi
     datas = [v.data for v in values]
     priors = [v.grad for v in values]
     out = _check_value(run(f"{label}: {name}", f, *call_args), name, label)
-    if any(v.data != d for v, d in zip(values, datas)):
+    if any(v.data != d for v, d in zip(values, datas, strict=False)):
         raise GradingFailure(f"{label}: {name} changed the data of an input; build a new Value instead")
     arg_data = [_data(a) for a in call_args]
     want_data = forward(*arg_data)
@@ -126,7 +138,7 @@ def _op_case(f, name: str, label: str, args: list, forward, local_grads, rng, hi
     locals_ = local_grads(*arg_data)
     for k, v in enumerate(unique):
         prior = priors[values.index(v)]
-        share = sum(lg for lg, a in zip(locals_, call_args) if a is v)
+        share = sum(lg for lg, a in zip(locals_, call_args, strict=False) if a is v)
         got = v.grad
         want = prior + share * g
         if math.isclose(got, want, rel_tol=1e-9, abs_tol=1e-12):
@@ -282,7 +294,7 @@ def _neuron(E, rng):
     ws = [E.Value(float(v)) for v in rng.uniform(-1, 1, size=3)]
     bias = E.Value(float(rng.uniform(-0.5, 0.5)))
     total = bias
-    for w, x in zip(ws, xs):
+    for w, x in zip(ws, xs, strict=False):
         total = total + w * x
     return total.tanh(), xs + ws + [bias]
 
@@ -413,7 +425,7 @@ def _number(g) -> bool:
 
 
 def _compare_backward(got, want, root, ref_root, label: str, shared: bool) -> None:
-    if all(_number(g) and math.isclose(g, w, rel_tol=1e-9, abs_tol=1e-12) for g, w in zip(got, want)):
+    if all(_number(g) and math.isclose(g, w, rel_tol=1e-9, abs_tol=1e-12) for g, w in zip(got, want, strict=False)):
         return
     if not all(_number(g) for g in got):
         raise GradingFailure(f"{label}: every grad must stay a number; one became "
@@ -424,7 +436,7 @@ def _compare_backward(got, want, root, ref_root, label: str, shared: bool) -> No
     if all(g == 0 for g in got[1:]):
         raise GradingFailure(f"{label}: no gradient reached the inputs: call every node's _backward, from the "
                              "root towards the leaves (reverse topological order)")
-    if shared and any(abs(g) > abs(w) * (1 + 1e-9) + 1e-12 for g, w in zip(got, want)):
+    if shared and any(abs(g) > abs(w) * (1 + 1e-9) + 1e-12 for g, w in zip(got, want, strict=False)):
         raise GradingFailure(f"{label}: some gradients are too large: a shared node sent its gradient back more "
                              "than once. Call each node's _backward exactly once, in reverse topological order")
     raise GradingFailure(f"{label}: wrong gradients; call each node's _backward once, in reverse topological "
@@ -640,13 +652,13 @@ def _compare_leaves(label: str, build, data, failure: str) -> None:
     ref_root, ref_leaves = build(R, data)
     ref_root.backward()
     want = [_array(t.grad) for t in ref_leaves]
-    if all(_same(g, w) for g, w in zip(got, want)):
+    if all(_same(g, w) for g, w in zip(got, want, strict=False)):
         return
     if all(g is None for g in got):
         raise GradingFailure(f"{label}: no gradient reached the leaves: walk the tensors in reverse topological "
                              "order (reversed(toposort(roots))), so that each tensor is processed after every op "
                              "that uses it, and store a leaf's gradient in its .grad")
-    if any(g is not None and g.shape != w.shape for g, w in zip(got, want)):
+    if any(g is not None and g.shape != w.shape for g, w in zip(got, want, strict=False)):
         raise GradingFailure(f"{label}: a leaf's .grad does not have the leaf's shape")
     raise GradingFailure(f"{label}: {failure}")
 

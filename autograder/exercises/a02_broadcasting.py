@@ -42,7 +42,7 @@ def _unbroadcast_shape_hint(gshape, shape, got) -> str:
     gshape, shape, got = tuple(gshape), tuple(shape), tuple(got)
     lead = len(gshape) - len(shape)
     leading_only = gshape[lead:]
-    stretched = any(n == 1 and m != 1 for n, m in zip(shape, leading_only))
+    stretched = any(n == 1 and m != 1 for n, m in zip(shape, leading_only, strict=False))
     squeezed = tuple(n for n in shape if n != 1)
     if got == leading_only and stretched:
         return ("the stretched size-1 axes were not summed: broadcasting also copied the input along every "
@@ -325,7 +325,7 @@ def check_sum(Sum, rng):
         if got == ctx.out.shape and got != ctx.inputs[0].shape:
             return ("the gradient of sum has the output's shape: every summed element receives the upstream "
                     "gradient, so copy it back along the summed axes (broadcast_to(..., x.shape))")
-        if len(got) == ctx.inputs[0].ndim and all(n in (1, m) for n, m in zip(got, ctx.inputs[0].shape)):
+        if len(got) == ctx.inputs[0].ndim and all(n in (1, m) for n, m in zip(got, ctx.inputs[0].shape, strict=False)):
             return "the reduced axes are back as size 1, now copy along them: broadcast_to(..., x.shape)"
         return None
 

@@ -23,8 +23,17 @@ import math
 
 import numpy as np
 
-from autograder.judge.checks import (close, in_sandbox, prepare, reference_engine, run, spec_of, student_engine,
-                                     time_limit, type_name)
+from autograder.judge.checks import (
+    close,
+    in_sandbox,
+    prepare,
+    reference_engine,
+    run,
+    spec_of,
+    student_engine,
+    time_limit,
+    type_name,
+)
 from autograder.judge.registry import GradingFailure
 from autograder.spec import graded
 
@@ -224,7 +233,7 @@ def check_windows(windows, rng):
                 if got_shape[4:] != tuple(kernel):
                     return ("the last two axes must be the kernel's (KH, KW) taps; did you include dilation? The "
                             "window of a dilated kernel spans d(k-1)+1 pixels, of which every d-th is a tap")
-                no_dilation = tuple((n - k) // s + 1 for n, k, s in zip(shape[2:], kernel, stride))
+                no_dilation = tuple((n - k) // s + 1 for n, k, s in zip(shape[2:], kernel, stride, strict=False))
                 if got_shape[2:4] == no_dilation and dilation != (1, 1):
                     return ("output size: did you include dilation? The window of a dilated kernel spans "
                             "d(k-1)+1 pixels, so there are fewer positions than for an undilated one")
@@ -427,7 +436,7 @@ def _inside_the_engine(name: str, rng, what: str) -> None:
         label = f"{pattern[0]}, inside conv2d"
         got = run(f"{label}: {what}", _conv_results, S, x, w, b, params, g, vx, vw)
         want = _conv_results(R, x, w, b, params, g, vx, vw)
-        for a, b_, text in zip(got, want, WHAT):
+        for a, b_, text in zip(got, want, WHAT, strict=False):
             if not close(a, b_):
                 raise GradingFailure(f"{label}: {what}: {text} comes out wrong, although the checks of "
                                      f"{name} on its own passed (does it depend on its inputs' memory layout, "
@@ -840,7 +849,7 @@ def _inside_the_pool_engine(name: str, rng) -> None:
         got = run(f"{label}: the forward and backward of {op} using your {name}", _pool_results, S, x, params, g, v, op)
         want = _pool_results(R, x, params, g, v, op)
         for a, b, text in zip(got, want, ["the output", "the input gradient",
-                                          "a gradient of the gradient (create_graph=True)"]):
+                                          "a gradient of the gradient (create_graph=True)"], strict=False):
             if not close(a, b):
                 raise GradingFailure(f"{label}: {text} of {op} comes out wrong with your {name}, although its own "
                                      "checks passed (does it depend on its inputs' memory layout or keep state?)")

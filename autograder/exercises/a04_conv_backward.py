@@ -18,10 +18,18 @@ import importlib
 
 import numpy as np
 
-from autograder.judge.checks import (close, prepare, reference_engine, run, spec_of, student_engine, time_limit,
-                               type_name)
-from autograder.judge.registry import GradingFailure
+from autograder.judge.checks import (
+    close,
+    prepare,
+    reference_engine,
+    run,
+    spec_of,
+    student_engine,
+    time_limit,
+    type_name,
+)
 from autograder.judge.judge import student_module
+from autograder.judge.registry import GradingFailure
 from autograder.spec import graded
 
 TIME_LIMIT = 30.0
@@ -486,7 +494,7 @@ def check_conv_backward(conv2d_backward_derived, rng):
 def _compare_derived(label, got, want, keep, params, pads, dtype):
     x, w, g = keep
     names = ("dx", "dw", "db")
-    for name, a in zip(names, got):
+    for name, a in zip(names, got, strict=False):
         if not isinstance(a, np.ndarray):
             raise GradingFailure(f"{label}: {name} is {type_name(a)}; for array inputs return arrays")
     dx, dw, db = got
@@ -543,11 +551,11 @@ def _tensor_derived(label, f, keep, params, rng):
             term = (t * E.Tensor(vs.standard_normal(t.shape))).sum()
             total = term if total is None else total + term
         seconds = E.grad(total, [xt, wt, gt], allow_unused=True)
-        return out, [np.zeros(a.shape) if s is None else np.array(s.data) for s, a in zip(seconds, (x, w, g))]
+        return out, [np.zeros(a.shape) if s is None else np.array(s.data) for s, a in zip(seconds, (x, w, g), strict=False)]
 
     label = f"{label.rsplit(', ', 1)[0]}, Tensor inputs"
     got = run(f"{label}: conv2d_backward_derived", lambda: _tensor_outputs(S, f, x, w, g, params))
-    for name, t in zip(("dx", "dw", "db"), got):
+    for name, t in zip(("dx", "dw", "db"), got, strict=False):
         if not isinstance(t, S.Tensor):
             raise GradingFailure(f"{label}: with Tensor inputs, {name} must be a Tensor built with the engine's ops "
                                  f"(got {type_name(t)}), so that it can be differentiated again")
@@ -556,7 +564,7 @@ def _tensor_derived(label, f, keep, params, rng):
                                  "engine's ops (dilate, pad2d, _correlate, ...) on the Tensors, not on their .data")
     _, got_second = run(f"{label} with create_graph: conv2d_backward_derived", results, S, f)
     _, want_second = results(R, spec_of("a04-conv-backward").reference())
-    for name, a, b in zip(("x", "w", "dz"), got_second, want_second):
+    for name, a, b in zip(("x", "w", "dz"), got_second, want_second, strict=False):
         if not close(a, b):
             raise GradingFailure(f"{label}: gradients of your gradients (with respect to {name}) are wrong: build "
                                  "dx, dw and db from the engine's ops on the input Tensors only")
@@ -587,7 +595,7 @@ def _inside_the_derived_backward(name: str, rng) -> None:
         label = f"{pattern[0]}, inside the derived backward"
         got = run(f"{label} using your {name}", results, S, _student_cb())
         want = results(R, _cb())
-        for a, b in zip(got, want):
+        for a, b in zip(got, want, strict=False):
             if not close(a, b):
                 raise GradingFailure(f"{label}: the convolution's gradients come out wrong with your {name}, "
                                      "although its own checks passed (is its result a view that the engine "

@@ -20,10 +20,20 @@ import math
 
 import numpy as np
 
-from autograder.judge.checks import (close, in_sandbox, prepare, run, same_object, sandbox_type, spec_of,
-                                     student_engine, time_limit, type_name)
-from autograder.judge.registry import GradingFailure
+from autograder.judge.checks import (
+    close,
+    in_sandbox,
+    prepare,
+    run,
+    same_object,
+    sandbox_type,
+    spec_of,
+    student_engine,
+    time_limit,
+    type_name,
+)
 from autograder.judge.judge import current, student_module
+from autograder.judge.registry import GradingFailure
 from autograder.spec import graded
 
 TIME_LIMIT = 30.0
@@ -87,7 +97,7 @@ def _kept(fn, *args):
     otherwise be copied at once, hiding whether it shares its arrays with the model."""
     np_s = current().module("numpy")
     boxes = [np_s.array([None], dtype="O") for _ in args]
-    for box, arg in zip(boxes, args):
+    for box, arg in zip(boxes, args, strict=False):
         box[0] = arg
     return np_s.frompyfunc(fn, len(args), 1)(*boxes)
 
@@ -273,7 +283,7 @@ def _check_named_parameters(Module, rng):
             raise GradingFailure(f"{label}: module by module in named_modules() order, each module's own "
                                  "parameters first, in assignment order")
         raise GradingFailure(f"{label}: wrong names; the dotted path of the module, then the attribute")
-    objects = dict(zip(got, [p for _, p in pairs]))
+    objects = dict(zip(got, [p for _, p in pairs], strict=False))
     if not same_object(objects["fc.weight"], tree.root.fc.weight):
         raise GradingFailure(f"{label}: yield the Parameter objects themselves (the optimizer updates them in "
                              "place), not copies")
@@ -681,11 +691,11 @@ def _grads_of(E, fn, arrays, needs, upstream, name="the function"):
     """The output and the gradients (arrays) of every input that needs one, through engine E: the
     student's (`student_engine()`, in the sandbox; `fn` the answer) or the reference (`solutions`)."""
     Tensor = E.Tensor
-    ts = [None if a is None else Tensor(a.copy(), requires_grad=n) for a, n in zip(arrays, needs)]
+    ts = [None if a is None else Tensor(a.copy(), requires_grad=n) for a, n in zip(arrays, needs, strict=False)]
     out = fn(*ts)
     if not isinstance(out, Tensor):
         raise GradingFailure(f"{name} returned {type_name(out)}; return a Tensor built with Tensor operations")
-    wanted = [t for t, n in zip(ts, needs) if t is not None and n]
+    wanted = [t for t, n in zip(ts, needs, strict=False) if t is not None and n]
     gs = E.grad(out, wanted, Tensor(upstream.astype(out.dtype)), allow_unused=True) if wanted else []
     return out, [None if g is None else np.array(g.data) for g in gs]
 
@@ -729,7 +739,7 @@ def check_linear(linear, rng):
             raise GradingFailure(f"{label}: wrong values; y = x W^T + b")
         if got.dtype != dtype:
             raise GradingFailure(f"{label}: keep the dtype of x and W")
-        for name, g, h in zip(("x", "W", "b"), got_grads, want_grads):
+        for name, g, h in zip(("x", "W", "b"), got_grads, want_grads, strict=False):
             if g is None or not close(g, h, dtype):
                 raise GradingFailure(f"{label}: the gradient with respect to {name} is wrong: build y with Tensor "
                                      "operations (x @ weight.T + bias), not on .data")
@@ -938,7 +948,7 @@ def check_batch_norm(batch_norm, rng):
                                      "channel")
             if got.dtype != dtype:
                 raise GradingFailure(f"{label}: keep x's dtype")
-            for name, g, h in zip(("x", "weight", "bias"), got_grads, want_grads):
+            for name, g, h in zip(("x", "weight", "bias"), got_grads, want_grads, strict=False):
                 if g is None or not close(g, h, dtype):
                     raise GradingFailure(f"{label}: the gradient with respect to {name} is wrong: compute the "
                                          "statistics and the normalization with Tensor operations on x (the mean "
@@ -1152,7 +1162,7 @@ def _run_optimizer(E, cls, kwargs, grads, p0, label, name, student=False, change
     opt = run(f"{label}: {name}(...)", lambda: cls(params, **kwargs))
     history, given = [], []
     for step, gs in enumerate(grads):
-        for p, g in zip(params, gs):
+        for p, g in zip(params, gs, strict=False):
             if g is None:
                 p.grad = None
                 continue
@@ -1179,7 +1189,7 @@ def _saved_state(opt, label: str, name: str) -> dict:
 
 
 def _same(a, b, dtype=np.float64) -> bool:
-    return all(close(x, y, dtype) for hx, hy in zip(a, b) for x, y in zip(hx, hy))
+    return all(close(x, y, dtype) for hx, hy in zip(a, b, strict=False) for x, y in zip(hx, hy, strict=False))
 
 
 def _grads(rng, dtype, skip=False):
@@ -1284,7 +1294,7 @@ def check_sgd(SGD, rng):
                 if _same(got, _sgd_sim(p0, grads, variant=variant, **kwargs), dtype):
                     raise GradingFailure(f"{label}: {message}")
             first = [np.asarray(a) for a in got[0]]
-            if not all(close(a, b, dtype) for a, b in zip(first, want[0])):
+            if not all(close(a, b, dtype) for a, b in zip(first, want[0], strict=False)):
                 raise GradingFailure(f"{label}: the first step is already wrong: theta <- theta - lr * d, with d the "
                                      "gradient (plus weight decay), or the momentum buffer b_1 = g_1")
             raise GradingFailure(f"{label}: the steps after the first are wrong: b_t = mu b_(t-1) + (1 - dampening) "

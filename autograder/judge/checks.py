@@ -25,8 +25,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from autograder.judge.registry import GradingFailure
 from autograder.judge.judge import first_line, student_module
+from autograder.judge.registry import GradingFailure
 from autograder.judge.session import Proxy, SandboxTimeout, StudentError
 from autograder.spec import Spec, load
 
@@ -293,7 +293,7 @@ def check_op(
     S, R = student_engine(), reference_engine()
     for case in cases:
         needs = case.needs_grad or (True,) * len(case.inputs)
-        xs = [_tensor(a, r, S) for a, r in zip(case.inputs, needs)]
+        xs = [_tensor(a, r, S) for a, r in zip(case.inputs, needs, strict=False)]
         out = run(f"{case.label}: {name}.forward", case.call, S, *xs, hint=exception_hint)
         if not isinstance(out, S.Tensor):
             raise GradingFailure(f"{case.label}: {name}.apply returned {type_name(out)}, not a Tensor")
@@ -301,7 +301,7 @@ def check_op(
         if not isinstance(data, np.ndarray) or data.dtype == object:
             raise GradingFailure(f"{case.label}: {name}.forward must return a NumPy array "
                                  "(it receives arrays, not Tensors)")
-        ref_xs = [_tensor(a, r, R) for a, r in zip(case.inputs, needs)]
+        ref_xs = [_tensor(a, r, R) for a, r in zip(case.inputs, needs, strict=False)]
         ref_out = case.call(R, *ref_xs)
         dtype = ref_out.data.dtype
         if data.shape != ref_out.shape or not close(data, ref_out.data, dtype) or data.dtype != dtype:
@@ -334,7 +334,7 @@ def check_op(
         want_arrays = [None if w is None else np.array(w.data, dtype=np.float64) for w in want]
         ctx = Context(case, [np.array(a, dtype=np.float64) for a in case.inputs], np.array(g, dtype=np.float64),
                       np.array(ref_out.data, dtype=np.float64), [None] * len(xs), want_arrays, dtype=dtype)
-        for i, (x, r) in enumerate(zip(case.inputs, result)):
+        for i, (x, r) in enumerate(zip(case.inputs, result, strict=False)):
             if not needs[i]:
                 continue
             ctx.index = i
@@ -359,7 +359,7 @@ def _data_or_none(r: Any, S: Any) -> Any:
 
 def second_order(engine: Any, case: Case, g: np.ndarray, needs: tuple) -> list[np.ndarray]:
     """Gradients of <first gradients, v> with respect to the inputs and the upstream gradient."""
-    xs = [_tensor(a, r, engine) for a, r in zip(case.inputs, needs)]
+    xs = [_tensor(a, r, engine) for a, r in zip(case.inputs, needs, strict=False)]
     gt = _tensor(g, True, engine)
     leaves = [x for x in xs if x.requires_grad]
     out = case.call(engine, *xs)
@@ -373,14 +373,14 @@ def second_order(engine: Any, case: Case, g: np.ndarray, needs: tuple) -> list[n
     if not total.requires_grad:
         return [np.zeros(w.shape) for w in wanted]
     seconds = engine.grad(total, wanted, allow_unused=True)
-    return [np.zeros(w.shape) if s is None else np.array(s.data, dtype=np.float64) for s, w in zip(seconds, wanted)]
+    return [np.zeros(w.shape) if s is None else np.array(s.data, dtype=np.float64) for s, w in zip(seconds, wanted, strict=False)]
 
 
 def _check_second_order(name: str, case: Case, g: np.ndarray, needs: tuple) -> None:
     """Gradients of gradients: the backward must be built from Tensor operations on graph tensors."""
     got = run(f"{case.label} with create_graph=True: {name}.backward", second_order, student_engine(), case, g, needs)
     want = second_order(reference_engine(), case, g, needs)
-    for a, b in zip(got, want):
+    for a, b in zip(got, want, strict=False):
         if not close(a, b, case.inputs[0].dtype):
             raise GradingFailure(
                 f"{case.label}: gradients of your gradients (create_graph=True) are wrong: build the "

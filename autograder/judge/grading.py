@@ -25,8 +25,8 @@ import nbformat
 
 from autograder.course import grade_id_exercise
 from autograder.judge.judge import HungCells, Verdict, code_cells, is_test_cell, judge
-from autograder.judge.session import Sandbox
 from autograder.judge.restore import restore
+from autograder.judge.session import Sandbox
 
 FAILED = "Incorrect"        # the ename of the error output that carries a failed exercise's message
 MAX_MESSAGE = 2000          # characters of a judge message kept in the notebook
