@@ -135,7 +135,7 @@ class Std(Function):
         dof = _count(x.shape, self.axes) - self.correction
         centered = x - x.mean(axis=self.axes, keepdims=True)
         with np.errstate(divide="ignore", invalid="ignore"):  # dof <= 0: nan/inf, PyTorch's answer
-            var = (centered * centered).sum(axis=self.axes, keepdims=self.keepdims) / np.maximum(dof, 0)
+            var = (centered * centered).sum(axis=self.axes, keepdims=self.keepdims) / float(max(dof, 0))
         return np.sqrt(var)
 
     def backward(self, grad):
@@ -146,8 +146,7 @@ class Std(Function):
         zero = s.data == 0
         # grad / s where s != 0, else 0; s is made safe first so the masked branch holds no inf.
         g = where(zero, 0.0, grad.reshape(shape) / where(zero, 1.0, s))
-        with np.errstate(divide="ignore"):
-            scale = np.array(1.0, dtype=x.dtype) / np.maximum(dof, 0)
+        scale = np.array(1.0 / dof if dof > 0 else np.inf, dtype=x.dtype)  # a constant, in x's dtype
         return g * (x - mean(x, self.axes, keepdims=True)) * scale
 
 

@@ -312,7 +312,8 @@ STD_CASES = {
 }
 for _name, (_shape, _axis, _keep, _corr) in STD_CASES.items():
     add(f"std_{_name}", Case(inputs(x=U(_shape)),
-                             lambda t, x, a=_axis, k=_keep, c=_corr: t.std(x, dim=_dims(a, x.ndim), correction=c, keepdim=k),
+                             lambda t, x, a=_axis, k=_keep, c=_corr: t.std(x, dim=_dims(a, x.ndim), correction=c,
+                                                                           keepdim=k),
                              lambda x, a=_axis, k=_keep, c=_corr: x.std(a, k, c)))
 # A constant slice: std 0, and PyTorch's gradient there is 0 (not nan); one element with
 # correction=0 is such a slice; one element with correction=1 is 0/0: nan, and a nan gradient.
@@ -353,7 +354,7 @@ EINSUM = {
 for _name, (_eq, _shapes) in EINSUM.items():
     _names = "abc"[: len(_shapes)]
     add(f"einsum_{_name}", Case(
-        inputs(**{n: U(sh) for n, sh in zip(_names, _shapes)}),
+        inputs(**{n: U(sh) for n, sh in zip(_names, _shapes, strict=True)}),
         lambda t, eq=_eq, **xs: t.einsum(eq, *xs.values()),
         lambda eq=_eq, **xs: S.einsum(eq, *xs.values()),
         diff=tuple(_names),
