@@ -35,6 +35,8 @@ test: install chromium postgresql bubblewrap
 .PHONY: book chromium postgresql bubblewrap
 book: install
 	$(VENV)/bin/jupyter-book build . -q
+	@echo "The book: open _build/html/index.html. For search with context, serve it:"
+	@echo "  python3 -m http.server -d _build/html   # then open http://localhost:8000"
 
 # Headless Chromium for the book's browser test (tests/test_book.py). CI starts from a clean
 # Debian machine, so install it when it is missing (needs root).
