@@ -20,8 +20,18 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from autograder_support import (ASSIGNMENT, NOTEBOOK, SOLUTIONS, autograder, make_course, scores, source_notebook,
-                                submit, table, use_toy_registry)
+from autograder_support import (
+    ASSIGNMENT,
+    NOTEBOOK,
+    SOLUTIONS,
+    autograder,
+    make_course,
+    scores,
+    source_notebook,
+    submit,
+    table,
+    use_toy_registry,
+)
 from nbgrader.utils import parse_utc
 
 pytestmark = [pytest.mark.xdist_group("autograder"), pytest.mark.slow]

@@ -14,9 +14,22 @@ import uuid
 from pathlib import Path
 
 import pytest
-from autograder_support import (ASSIGNMENT, NOTEBOOK, SOLUTIONS, autograder, make_course, processes_with_env, release,
-                                released_notebook, scores, source_notebook, submit, table, use_toy_registry,
-                                with_solution)
+from autograder_support import (
+    ASSIGNMENT,
+    NOTEBOOK,
+    SOLUTIONS,
+    autograder,
+    make_course,
+    processes_with_env,
+    release,
+    released_notebook,
+    scores,
+    source_notebook,
+    submit,
+    table,
+    use_toy_registry,
+    with_solution,
+)
 
 from autograder import grade as grading
 from autograder.grade import Ledger, Limits, grade

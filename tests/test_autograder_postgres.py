@@ -14,8 +14,18 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from autograder_support import (ASSIGNMENT, SOLUTIONS, autograder, make_course, scores, source_notebook, submit,
-                                table, use_toy_registry, with_solution)
+from autograder_support import (
+    ASSIGNMENT,
+    SOLUTIONS,
+    autograder,
+    make_course,
+    scores,
+    source_notebook,
+    submit,
+    table,
+    use_toy_registry,
+    with_solution,
+)
 
 from autograder.course import Course
 

@@ -4,8 +4,16 @@ import json
 import shutil
 
 import pytest
-from autograder_support import (ASSIGNMENT, NOTEBOOK, SOLUTIONS, autograder, make_course, release, submit,
-                                use_toy_registry)
+from autograder_support import (
+    ASSIGNMENT,
+    NOTEBOOK,
+    SOLUTIONS,
+    autograder,
+    make_course,
+    release,
+    submit,
+    use_toy_registry,
+)
 
 from autograder.release import MIN_CHARS, signature
 

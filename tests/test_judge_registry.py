@@ -2,12 +2,11 @@
 
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from autograder.judge import registry
-from autograder.judge.registry import GradingFailure
 from autograder.judge.judge import judge
+from autograder.judge.registry import GradingFailure
 from autograder.judge.session import Sandbox
 from autograder.spec import graded
 

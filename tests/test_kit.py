@@ -16,10 +16,10 @@ import textwrap
 from pathlib import Path
 
 import nbformat
-import solutions
 import pytest
 from nbclient import NotebookClient
 
+import solutions
 from autograder import spec as spec_module
 from autograder import sync
 from autograder.kit import body_lines, build_kit, leaks

@@ -10,6 +10,19 @@ import warnings
 
 import numpy as np
 import pytest
+from engine_strategies import (
+    as_tuple,
+    avoiding,
+    axes_for,
+    distinct,
+    leaf,
+    nonscalar_shapes,
+    nonzero,
+    positive,
+    seeds,
+    shapes,
+    uniform,
+)
 from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
@@ -17,10 +30,6 @@ from hypothesis.extra import numpy as hnp
 import solutions as S
 from solutions import Tensor
 from solutions.testing import assert_close, gradcheck, gradgradcheck
-
-from engine_strategies import (
-    as_tuple, avoiding, axes_for, distinct, leaf, nonscalar_shapes, nonzero, positive, seeds, shapes, uniform,
-)
 
 
 # --------------------------------------------------------------------------------------------

@@ -15,8 +15,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from autograder.judge.session import (Sandbox, SandboxDied, SandboxLimits, SandboxProtocolError, SandboxTimeout,
-                                      Session, StudentError, probe, sandbox_uid)
+from autograder.judge.session import (
+    Sandbox,
+    SandboxDied,
+    SandboxLimits,
+    SandboxProtocolError,
+    SandboxTimeout,
+    Session,
+    StudentError,
+    probe,
+    sandbox_uid,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -160,7 +169,7 @@ def test_a_forged_message_on_stdout_is_just_noise():
     ("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)", "killed"),
 ])
 def test_a_death_while_judged_is_a_sandbox_failure_with_a_reason(code, reason):
-    session, ready = start(f"def answer():\n" + "".join(f"    {line}\n" for line in code.split("\n")))
+    session, ready = start("def answer():\n" + "".join(f"    {line}\n" for line in code.split("\n")))
     with session, pytest.raises(SandboxDied) as died:
         ready.answer()
     assert reason in str(died.value)
