@@ -73,7 +73,8 @@ def cmd_collect(course: Course, args) -> int:
 
     assignment = course.require_assignment(args.assignment)
     if (args.path is None) == (args.exchange is None):
-        raise CourseError("collect from a PATH (folder or .zip) or from the nbgrader exchange (--exchange), one of them")
+        raise CourseError("collect from a PATH (folder or .zip) or from the nbgrader exchange (--exchange), "
+                          "one of them")
     if args.exchange is not None:
         if args.map:
             raise CourseError("--map names the files of an export; the exchange already knows its students")
@@ -185,19 +186,22 @@ def build_parser() -> argparse.ArgumentParser:
                      help="also publish a clean release to nbgrader's exchange, for JupyterLab's Assignments "
                           "tab (DIR, default: c.Exchange.root of the course)")
 
-    sub = add("collect", cmd_collect, "import an LMS export (folder or .zip), or the nbgrader exchange, into submitted/")
+    sub = add("collect", cmd_collect,
+              "import an LMS export (folder or .zip), or the nbgrader exchange, into submitted/")
     sub.add_argument("assignment")
     sub.add_argument("path", nargs="?", help="folder or .zip of student notebooks")
     sub.add_argument("--map", help="CSV with columns file,student to name each file's student")
     sub.add_argument("--exchange", nargs="?", const="", metavar="DIR",
-                     help="collect what students submitted from JupyterLab (DIR, default: c.Exchange.root of the course)")
+                     help="collect what students submitted from JupyterLab "
+                          "(DIR, default: c.Exchange.root of the course)")
 
     sub = add("grade", cmd_grade, "autograde submissions in parallel; rerun to resume")
     sub.add_argument("assignment")
     sub.add_argument("--students", help="comma-separated student ids (default: all submitted)")
     sub.add_argument("--jobs", type=int, default=CPUS, help="parallel workers (default: the CPUs, %(default)s)")
     sub.add_argument("--cell-timeout", type=int,
-                     help="wall seconds per exercise, the student's cells included (default: the course's Execute.timeout)")
+                     help="wall seconds per exercise, the student's cells included "
+                          "(default: the course's Execute.timeout)")
     sub.add_argument("--notebook-timeout", type=float,
                      help="wall seconds per notebook before the student's grading is killed "
                           "(default: every exercise's budget in full, plus a minute)")
@@ -205,7 +209,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="address-space limit of each sandbox, 0 for the default (default: %(default)s)")
     sub.add_argument("--force", action="store_true", help="regrade students that are already graded")
     sub.add_argument("--unsafe", action="store_true",
-                     help="grade even where no sandbox can be made: student code then runs as you (never for real students)")
+                     help="grade even where no sandbox can be made: student code then runs as you "
+                          "(never for real students)")
 
     sub = add("feedback", cmd_feedback, "per-student HTML feedback without hidden tests, math offline")
     sub.add_argument("assignment")
@@ -219,7 +224,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("--all", action="store_true", help="every assignment in source/")
     sub.add_argument("--jobs", type=int, default=CPUS, help="parallel workers (default: the CPUs, %(default)s)")
     sub.add_argument("--cell-timeout", type=int,
-                     help="wall seconds per exercise, the student's cells included (default: the course's Execute.timeout)")
+                     help="wall seconds per exercise, the student's cells included "
+                          "(default: the course's Execute.timeout)")
 
     sub = add("demo", cmd_demo, "the whole loop on synthetic submissions, in a scratch copy of the course")
     sub.add_argument("assignment", nargs="?", help="default: the first assignment")

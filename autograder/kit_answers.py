@@ -261,10 +261,13 @@ def _cases():
         ("transpose, reshape", ("a02-transpose",), lambda: gradcheck(lambda a: a.transpose(1, 0) * 1.0, t(3, 4))),
         ("indexing", ("a02-getitem",), lambda: gradcheck(lambda a: a[np.array([0, 0, 2]), 1:3], t(3, 4))),
         ("matmul", ("a02-matmul",), lambda: gradcheck(lambda a, b: a @ b, t(3, 4), t(4, 2))),
-        ("log_softmax", ("a02-log-softmax", "a02-softmax"), lambda: gradcheck(lambda a: a.log_softmax(axis=1), t(3, 4))),
+        ("log_softmax", ("a02-log-softmax", "a02-softmax"),
+         lambda: gradcheck(lambda a: a.log_softmax(axis=1), t(3, 4))),
         ("im2col / col2im", ("a03-im2col", "a03-col2im"), im2col_adjoint),
-        ("conv2d", ("a03-",), lambda: gradcheck(lambda a, w: conv2d(a, w, padding=1, stride=2), t(2, 3, 5, 5), t(4, 3, 3, 3))),
-        ("max_pool2d", ("a03-max-pool", "a03-max-pool-backward"), lambda: gradcheck(lambda a: max_pool2d(a, 2), t(2, 3, 4, 4))),
+        ("conv2d", ("a03-",),
+         lambda: gradcheck(lambda a, w: conv2d(a, w, padding=1, stride=2), t(2, 3, 5, 5), t(4, 3, 3, 3))),
+        ("max_pool2d", ("a03-max-pool", "a03-max-pool-backward"),
+         lambda: gradcheck(lambda a: max_pool2d(a, 2), t(2, 3, 4, 4))),
         ("avg_pool2d", ("a03-avg-pool",), lambda: gradcheck(lambda a: avg_pool2d(a, 2), t(2, 3, 4, 4))),
         ("linear", ("a05-linear",), lambda: gradcheck(F.linear, t(5, 4), t(3, 4), t(3))),
         ("batch_norm", ("a05-batch-norm",), lambda: gradcheck(
@@ -294,7 +297,8 @@ def diagnose(quiet: bool = False) -> list[str]:
             if isinstance(error, NotImplementedError):  # its message names the exercise to do
                 problems.append(f"{what}: {message}")
             else:
-                problems.append(f"{what}: {type(error).__name__}: {message} [exercises: {where or ', '.join(exercises)}]")
+                problems.append(f"{what}: {type(error).__name__}: {message} "
+                                f"[exercises: {where or ', '.join(exercises)}]")
     if not quiet:
         print("\n".join(problems) if problems else "diagnose: every piece passes its gradient check")
     return problems

@@ -148,7 +148,8 @@ def main(argv: list[str] | None = None) -> int:
     for p in problems:
         print(p, file=sys.stderr)
     if args.check:
-        print("sync --check: " + (f"{len(problems)} problem(s)" if problems else "every solution region matches solutions/"))
+        print("sync --check: "
+              + (f"{len(problems)} problem(s)" if problems else "every solution region matches solutions/"))
     return 1 if problems else 0
 
 

@@ -94,7 +94,8 @@ def main() -> None:
     for path in args.paths.split(","):
         results[path] = time_path(source_course, assignment, args.n, job_counts, unsafe=(path == "unsafe"))
 
-    print(f"\n{'path':<22}" + "".join(f"{'--jobs ' + str(j):>16}" for j in job_counts) + "   (wall s, s per submission)")
+    print(f"\n{'path':<22}" + "".join(f"{'--jobs ' + str(j):>16}" for j in job_counts)
+          + "   (wall s, s per submission)")
     for path, times in results.items():
         print(f"{path:<22}" + "".join(f"{times[j]:8.1f} {times[j] / args.n:6.2f}s" for j in job_counts))
     first = next(iter(results))

@@ -373,7 +373,8 @@ def second_order(engine: Any, case: Case, g: np.ndarray, needs: tuple) -> list[n
     if not total.requires_grad:
         return [np.zeros(w.shape) for w in wanted]
     seconds = engine.grad(total, wanted, allow_unused=True)
-    return [np.zeros(w.shape) if s is None else np.array(s.data, dtype=np.float64) for s, w in zip(seconds, wanted, strict=False)]
+    return [np.zeros(w.shape) if s is None else np.array(s.data, dtype=np.float64)
+            for s, w in zip(seconds, wanted, strict=False)]
 
 
 def _check_second_order(name: str, case: Case, g: np.ndarray, needs: tuple) -> None:

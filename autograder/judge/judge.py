@@ -190,7 +190,8 @@ def judge(exercise_id: str, cells: list[tuple[str, str]], *, sandbox: Sandbox, b
                 return verdict(False, str(failure))
             except NotImplementedError as error:
                 stub = first_line(error)
-                if the_spec.whole_engine and stub.startswith("exercise ") and not stub.startswith(f"exercise {exercise_id}:"):
+                if the_spec.whole_engine and stub.startswith("exercise ") and \
+                        not stub.startswith(f"exercise {exercise_id}:"):
                     # a piece of an earlier assignment the student has not done (or not handed in)
                     return verdict(False, f"your engine is missing a piece: {stub}")
                 return verdict(False, "not implemented yet (the function still raises NotImplementedError)")

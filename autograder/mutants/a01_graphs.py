@@ -423,7 +423,8 @@ ALTERNATIVES += [
                  "            a.grad += exponent * a.data ** (exponent - 1) * out.grad\n"),
            replace=("        def slope(x, p):  # a helper defined inside the answer\n"
                     "            if not p:\n                return 0\n"
-                    "            if x == 0 and p < 1:\n                return float('inf') if p > 0 else float('-inf')\n"
+                    "            if x == 0 and p < 1:\n"
+                    "                return float('inf') if p > 0 else float('-inf')\n"
                     "            return p * pow(x, p - 1)\n"
                     "        a.grad += slope(a.data, exponent) * out.grad\n"),
            why="the guards in a helper defined inside the answer, an int 0, float('inf') and pow()"),

@@ -182,7 +182,8 @@ MUTANTS = [
         exercise="a03-global-avg-pool",
         find="    x = as_tensor(x)\n",
         replace="",
-        why="an ndarray input is averaged with NumPy and an ndarray returned: the contract accepts what as_tensor accepts",
+        why=("an ndarray input is averaged with NumPy and an ndarray returned: the contract accepts what "
+             "as_tensor accepts"),
     ),
     Mutant(
         id="global-avg-pool-sums",
@@ -273,7 +274,8 @@ ALTERNATIVES = [
                  "        OH, OW = conv_output_hw(x.shape[2:], kernel, stride, padding, dilation)\n"
                  "        for i in range(kernel[0]):\n"
                  "            for j in range(kernel[1]):\n"
-                 "                yield i, j, xp[(slice(None), slice(None)) + offset_slice(i, j, (OH, OW), stride, dilation)]\n"
+                 "                yield i, j, xp[(slice(None), slice(None)) "
+                 "+ offset_slice(i, j, (OH, OW), stride, dilation)]\n"
                  "    N, C = x.shape[:2]\n"
                  "    KH, KW = kernel\n"
                  "    OH, OW = conv_output_hw(x.shape[2:], kernel, stride, padding, dilation)\n"
@@ -332,7 +334,8 @@ ALTERNATIVES = [
         exercise="a03-max-pool",
         find=("    out = np.full((N, C, OH, OW), _lowest(x.dtype), dtype=x.dtype)\n"
               "    index = np.zeros((N, C, OH, OW), dtype=np.int64)\n"),
-        replace=("    taps = np.stack([xp[:, :, rows, cols] for _, rows, cols in _offsets(kernel, (OH, OW), stride)], -1)\n"
+        replace=("    taps = np.stack([xp[:, :, rows, cols] for _, rows, cols in _offsets(kernel, (OH, OW), stride)], "
+                 "-1)\n"
                  "    index = np.argmax(taps, axis=-1)  # the first maximum; a NaN counts as the maximum\n"
                  "    return np.take_along_axis(taps, index[..., None], axis=-1)[..., 0], index\n"),
         why="all offsets stacked, np.argmax (first maximum, NaN wins) and take_along_axis",
@@ -344,14 +347,16 @@ ALTERNATIVES = [
               "        # The windows whose winner is offset k; add, since overlapping windows can share a winner.\n"
               "        dxp[:, :, rows, cols] += np.where(index == k, grad, 0)\n"),
         replace=("    n, c, oh, ow = np.indices(index.shape)\n"
-                 "    np.add.at(dxp, (n, c, oh * stride[0] + index // kernel[1], ow * stride[1] + index % kernel[1]), grad)\n"),
+                 "    np.add.at(dxp, (n, c, oh * stride[0] + index // kernel[1], "
+                 "ow * stride[1] + index % kernel[1]), grad)\n"),
         why="the winners' pixel coordinates computed from index, and np.add.at",
     ),
     Mutant(
         id="avg-pool-sliding-window-mean",
         exercise="a03-avg-pool",
         find="return total / (kernel[0] * kernel[1])",
-        replace="return sliding_window_view(xp, kernel, axis=(2, 3))[:, :, :: stride[0], :: stride[1]].mean(axis=(-2, -1))",
+        replace=("return sliding_window_view(xp, kernel, axis=(2, 3))[:, :, :: stride[0], :: stride[1]]"
+                 ".mean(axis=(-2, -1))"),
         why="the mean of sliding_window_view windows (np.mean: float32 stays, integers give float64)",
     ),
     Mutant(

@@ -68,7 +68,8 @@ MUTANTS = [
         id="rotate180-no-guard",
         exercise="a04-rotate180",
         find=("if len(w.shape) < 2:\n"
-              "        raise ValueError(f\"rotate180: needs at least 2 axes (..., KH, KW), got shape {tuple(w.shape)}\")\n"
+              "        raise ValueError(f\"rotate180: needs at least 2 axes (..., KH, KW), "
+              "got shape {tuple(w.shape)}\")\n"
               "    axes = (len(w.shape) - 2, len(w.shape) - 1)\n"
               "    if isinstance(w, Tensor):\n"
               "        return flip(w, axes)\n"

@@ -71,8 +71,9 @@ MUTANTS = [
         exercise="a05-module",
         find=("        if errors:  # every check before any change: a failed load leaves the model as it was\n"
               "            raise RuntimeError("),
-        replace=("        for key, array in own.items():\n            if key in state_dict and np.shape(state_dict[key]) "
-                 "== array.shape:\n                array[...] = state_dict[key]\n"
+        replace=("        for key, array in own.items():\n"
+                 "            if key in state_dict and np.shape(state_dict[key]) == array.shape:\n"
+                 "                array[...] = state_dict[key]\n"
                  "        if errors:\n            raise RuntimeError("),
         why="a failing load raises only after it has already written the keys that matched",
     ),
@@ -93,7 +94,8 @@ MUTANTS = [
               "                    f\"not {type(value).__name__}; to change its values write to .{name}.data\"\n"
               "                )\n"),
         replace="",
-        why="an ndarray assigned to a parameter's name silently replaces the Parameter (and drops it from the registry)",
+        why=("an ndarray assigned to a parameter's name silently replaces the Parameter "
+             "(and drops it from the registry)"),
     ),
     Mutant(
         id="module-setattr-child-name-stays-a-child",
@@ -127,7 +129,8 @@ MUTANTS = [
         id="fan-no-shape-check",
         exercise="a05-fan-in-fan-out",
         find=("    if len(shape) < 2:\n"
-              "        raise ValueError(f\"fan in and fan out need a weight with at least 2 dimensions, got shape {tuple(shape)}\")\n"),
+              "        raise ValueError(f\"fan in and fan out need a weight with at least 2 dimensions, "
+              "got shape {tuple(shape)}\")\n"),
         replace="",
         why="a 1-D shape is not rejected with a ValueError",
     ),
@@ -281,7 +284,8 @@ MUTANTS = [
               "            running_var *= 1.0 - momentum\n"
               "            running_var += momentum * var.data.reshape(C) * (n / (n - 1))\n"),
         replace=("            running_mean = (1.0 - momentum) * running_mean + momentum * mean.data.reshape(C)\n"
-                 "            running_var = (1.0 - momentum) * running_var + momentum * var.data.reshape(C) * (n / (n - 1))\n"),
+                 "            running_var = (1.0 - momentum) * running_var "
+                 "+ momentum * var.data.reshape(C) * (n / (n - 1))\n"),
         why="the running statistics rebound to new local arrays: the module's buffers never change",
     ),
     Mutant(
@@ -688,12 +692,14 @@ ALTERNATIVES = [
         id="linear-other-error-words-and-bias-if",
         exercise="a05-linear",
         find=("        raise ValueError(\n"
-              "            f\"linear: input has {x.shape[-1] if x.ndim else 0} features (shape {x.shape}) but the weight \"\n"
+              "            f\"linear: input has {x.shape[-1] if x.ndim else 0} features (shape {x.shape}) "
+              "but the weight \"\n"
               "            f\"expects {weight.shape[1]} (weight shape {weight.shape}); check in_features\"\n"
               "        )\n"
               "    y = x @ weight.T\n"
               "    return y if bias is None else y + bias\n"),
-        replace=("        raise ValueError(f\"linear: cannot multiply x of shape {x.shape} by W^T, W of shape {weight.shape}\")\n"
+        replace=("        raise ValueError(f\"linear: cannot multiply x of shape {x.shape} by W^T, "
+                 "W of shape {weight.shape}\")\n"
                  "    y = x.matmul(weight.transpose())\n"
                  "    if bias is not None:\n"
                  "        y = y + bias\n"
