@@ -32,7 +32,8 @@ class CourseError(Exception):
 
 def nbgrader_errors(result: dict) -> str:
     """The error lines of an NbGraderAPI result (its log, else its traceback), for a CourseError."""
-    errors = [l for l in (result.get("log") or "").splitlines() if l.startswith(("[ERROR]", "[CRITICAL]"))]
+    errors = [line for line in (result.get("log") or "").splitlines()
+              if line.startswith(("[ERROR]", "[CRITICAL]"))]
     return "\n".join(errors or [result.get("error") or "(no message)"])
 
 

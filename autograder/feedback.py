@@ -74,7 +74,7 @@ def feedback(course: Course, assignment: str) -> list[Path]:
             app.force = True
             result = capture_log(app)
         if not result["success"]:
-            errors = [l for l in (result.get("log") or "").splitlines() if l.startswith("[ERROR]")]
+            errors = [line for line in (result.get("log") or "").splitlines() if line.startswith("[ERROR]")]
             raise CourseError(f"nbgrader generate_feedback failed for {student}/{assignment}:\n"
                               + "\n".join(errors[:5] or [result.get("error", "")]))
         folder = course.feedback_dir(student, assignment)

@@ -137,7 +137,7 @@ def secret_index(course: Course, assignment: str, solutions: Path) -> dict[str, 
     index: dict[str, str] = {}
     for other in course.assignments():
         for notebook in sorted(course.source_dir(other).glob("*.ipynb")):
-            for cell, lineno, line in _solution_regions(notebook):
+            for cell, _lineno, line in _solution_regions(notebook):
                 key = signature(line)
                 if key:
                     index.setdefault(key, f"{notebook.relative_to(course.root)} cell {cell} (a solution)")

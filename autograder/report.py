@@ -1,7 +1,8 @@
 """``autograder report``: a grades CSV and two plots in ``reports/<assignment>/``.
 
 * ``grades.csv``: one row per student who handed something in: status, score (after the late
-  penalty, as nbgrader's own export computes it), max score, raw score, late penalty, one column per notebook (``notebook:<name>``), per exercise (``exercise:<id>``, the sum of
+  penalty, as nbgrader's own export computes it), max score, raw score, late penalty, one column per notebook
+  (``notebook:<name>``), per exercise (``exercise:<id>``, the sum of
   the exercise's auto-graded test cells, see :func:`autograder.course.grade_id_exercise`) and
   per written answer (``written:<id>``, empty until graded by hand): an exercise's code and
   written points are never added into one column.

@@ -1,7 +1,8 @@
 """What each exercise is, as data: its reference object in solutions/ and its solution regions.
 
 The registry modules (`autograder/exercises/aNN_*.py`) declare every exercise with
-:func:`graded`, which registers the hidden check in the registry (:mod:`autograder.judge.registry`) *and* records a :class:`Spec`.
+:func:`graded`, which registers the hidden check in the registry (:mod:`autograder.judge.registry`) *and* records a
+:class:`Spec`.
 The spec is what the other tools read:
 
 - `autograder.sync` copies each spec's bodies from solutions/ into the notebook's solution regions;

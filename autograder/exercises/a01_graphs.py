@@ -136,7 +136,7 @@ def _op_case(f, name: str, label: str, args: list, forward, local_grads, rng, hi
         if not any(u is v for u in unique):
             unique.append(v)
     locals_ = local_grads(*arg_data)
-    for k, v in enumerate(unique):
+    for v in unique:
         prior = priors[values.index(v)]
         share = sum(lg for lg, a in zip(locals_, call_args, strict=False) if a is v)
         got = v.grad
@@ -257,7 +257,8 @@ def check_tanh(tanh, rng):
             return "tanh'(a) = 1 - tanh(a)^2: the output is squared"
         return None
     _unary("a01-tanh", "tanh", tanh, rng, math.tanh, lambda a: 1 - math.tanh(a) ** 2,
-           lambda r: [("a positive input", float(r.uniform(0.3, 1.5))), ("a negative input", float(r.uniform(-2, -0.3))),
+           lambda r: [("a positive input", float(r.uniform(0.3, 1.5))),
+                      ("a negative input", float(r.uniform(-2, -0.3))),
                       ("a large input (tanh saturates)", 20.0)], hint)
 
 

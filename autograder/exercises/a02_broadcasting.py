@@ -2,8 +2,8 @@
 
 Every op is graded by the trusted judge: the student's class runs in the sandbox's engine, where
 every other exercise (`unbroadcast`, ...) is the reference; the same case runs through the
-reference engine here, and only arrays cross. Cases cover the broadcasting patterns (new leading axes, stretched size-1 axes,
-0-d tensors), float32 and float64, an input that needs no gradient, and gradients of gradients
+reference engine here, and only arrays cross. Cases cover the broadcasting patterns (new leading axes,
+stretched size-1 axes, 0-d tensors), float32 and float64, an input that needs no gradient, and gradients of gradients
 (create_graph=True). Messages name the kind of mistake and the case's pattern, never its values.
 """
 from __future__ import annotations
@@ -79,7 +79,8 @@ def check_unbroadcast(unbroadcast, rng):
             want = sum_to(g.astype(np.float64), shape)
             if not close(out.data, want, dtype):
                 lead = len(gshape) - len(shape)
-                axes = tuple(range(lead)) + tuple(lead + i for i, n in enumerate(shape) if n == 1 and gshape[lead + i] != 1)
+                axes = tuple(range(lead)) + tuple(lead + i for i, n in enumerate(shape)
+                                                  if n == 1 and gshape[lead + i] != 1)
                 count = int(np.prod([gshape[a] for a in axes])) if axes else 1
                 if count > 1 and close(out.data, want / count, dtype):
                     raise GradingFailure(f"{label}: you averaged; every copy's gradient counts in full, so sum")
@@ -368,7 +369,8 @@ def check_broadcast_to(BroadcastTo, rng):
 def check_transpose(Transpose, rng):
     cls = prepare(Transpose, "a02-transpose", "class")
     specs = [((2, 3), None, "a matrix transpose"), ((2, 3, 4), (1, 2, 0), "a cyclic permutation of three axes"),
-             ((2, 3, 4, 5), (0, 3, 1, 2), "a permutation of four axes"), ((3, 3, 3), (2, 0, 1), "a cyclic permutation of equal axes")]
+             ((2, 3, 4, 5), (0, 3, 1, 2), "a permutation of four axes"),
+             ((3, 3, 3), (2, 0, 1), "a cyclic permutation of equal axes")]
     cases = [Case(f"{what}, float64", [rng.standard_normal(s)], lambda E, x, a=axes: E.ops.transpose(x, a),
                   names=("x",), second_order=(k == 1)) for k, (s, axes, what) in enumerate(specs)]
 
@@ -515,7 +517,8 @@ def check_softmax(Softmax, rng):
             return "the sign: the VJP is s * (g - sum(g * s, axis))"
         return "wrong gradient: the VJP of softmax is s * (g - sum(g * s, axis, keepdims=True))"
 
-    check_op(cls, "Softmax", softmax_cases(rng, op("softmax")), rng, hint, forward_hint=forward_hint, forward_given=False)
+    check_op(cls, "Softmax", softmax_cases(rng, op("softmax")), rng, hint, forward_hint=forward_hint,
+             forward_given=False)
 
 
 def _axis_of(ctx: Context):

@@ -80,7 +80,8 @@ def _array(label: str, name: str, got, shape: tuple, dtype, shape_hint=None) -> 
         message = shape_hint(got.shape) if shape_hint else None
         raise GradingFailure(f"{label}: " + (message or f"{name} returned an array of the wrong shape"))
     if np.dtype(dtype) != got.dtype:
-        raise GradingFailure(f"{label}: {name} returned {got.dtype} for {_dtype_name(dtype)} input; keep the input's dtype")
+        raise GradingFailure(f"{label}: {name} returned {got.dtype} for {_dtype_name(dtype)} input; "
+                             "keep the input's dtype")
     return got
 
 
@@ -256,14 +257,16 @@ def check_windows(windows, rng):
 def _given_forms(k: int, kernel, stride, padding, dilation):
     """The parameters as a caller may give them: ints where a pair repeats (every third case),
     pairs, or padding as ((top, bottom), (left, right))."""
-    (t, b), (l, r) = padding
+    (top, bottom), (left, right) = padding
     if k % 3 == 0:
-        squash = (lambda p: p[0] if p[0] == p[1] else tuple(p))
-        pad = t if t == b == l == r else ((t, b), (l, r))
+        def squash(p):
+            return p[0] if p[0] == p[1] else tuple(p)
+
+        pad = top if top == bottom == left == right else ((top, bottom), (left, right))
         return squash(kernel), squash(stride), pad, squash(dilation)
-    if k % 3 == 1 and t == b and l == r:
-        return tuple(kernel), tuple(stride), (t, l), tuple(dilation)
-    return tuple(kernel), tuple(stride), ((t, b), (l, r)), tuple(dilation)
+    if k % 3 == 1 and top == bottom and left == right:
+        return tuple(kernel), tuple(stride), (top, left), tuple(dilation)
+    return tuple(kernel), tuple(stride), ((top, bottom), (left, right)), tuple(dilation)
 
 
 @graded("a03-im2col", "solutions.ops.im2col:im2col", points=3, title="im2col")
@@ -327,10 +330,10 @@ def _col2im_variant(cols, x_shape, kernel, stride, padding, dilation, assign=Fal
     """col2im into the padded image (N, C, Hp, Wp), optionally with a classic bug (for hints):
     overlaps assigned instead of added, or the taps read without the dilation."""
     N, C, H, W = x_shape
-    (kh, kw), ((t, b), (l, r)) = kernel, padding
+    (kh, kw), ((top, bottom), (left, right)) = kernel, padding
     OH, OW = _im().conv_output_hw((H, W), kernel, stride, padding, dilation)
     blocks = cols.reshape(C, kh, kw, N, OH, OW).transpose(3, 0, 1, 2, 4, 5)
-    xp = np.zeros((N, C, H + t + b, W + l + r), dtype=cols.dtype)
+    xp = np.zeros((N, C, H + top + bottom, W + left + right), dtype=cols.dtype)
     for i in range(kh):
         for j in range(kw):
             rows, columns = _im().offset_slice(i, j, (OH, OW), stride, taps_dilation or dilation)
@@ -342,8 +345,8 @@ def _col2im_variant(cols, x_shape, kernel, stride, padding, dilation, assign=Fal
 
 
 def _crop(xp, padding, H, W, swapped=False):
-    (t, b), (l, r) = padding
-    return xp[:, :, l:l + H, t:t + W] if swapped else xp[:, :, t:t + H, l:l + W]
+    (top, bottom), (left, right) = padding
+    return xp[:, :, left:left + H, top:top + W] if swapped else xp[:, :, top:top + H, left:left + W]
 
 
 @graded("a03-col2im", "solutions.ops.im2col:col2im", points=3, title="col2im")

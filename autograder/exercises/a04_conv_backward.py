@@ -215,15 +215,15 @@ def check_pad2d(pad2d, rng):
             x = rng.standard_normal(shape).astype(dtype)
             got = run(f"{label}: pad2d", f, x.copy(), padding)
             want = np.asarray(reference(x.copy(), padding))
-            (t, b), (l, r) = _cb().as_padding(padding, "pad2d")
+            (top, bottom), (left, right) = _cb().as_padding(padding, "pad2d")
 
-            def shape_hint(s, t=t, b=b, l=l, r=r):
+            def shape_hint(s, top=top, bottom=bottom, left=left, right=right):
                 if len(s) == len(shape) and s[:-2] != tuple(shape[:-2]):
                     return "pad only the last two axes (H and W), not the batch or channel axes"
-                if s[-2:] == (shape[-2] + t + l, shape[-1] + b + r):
+                if s[-2:] == (shape[-2] + top + left, shape[-1] + bottom + right):
                     return ("np.pad takes one (before, after) pair per axis: ((top, bottom), (left, right)) for "
                             "the last two axes, not ((top, left), (bottom, right))")
-                if s[-2:] == (shape[-2] + l + r, shape[-1] + t + b):
+                if s[-2:] == (shape[-2] + left + right, shape[-1] + top + bottom):
                     return ("the rows and the columns got each other's padding: rows take (top, bottom), columns "
                             "(left, right); the pad widths of the last two axes are swapped")
                 return "the padded array must be (..., H + top + bottom, W + left + right)"
@@ -240,17 +240,17 @@ def check_pad2d(pad2d, rng):
                                          "graph (use the engine's pad(x, widths), not np.pad on x.data)")
                 g = rng.standard_normal(want.shape)
                 (dx,) = run(f"{label}: the gradient through pad2d", lambda: grad(tensor_out, [x_t], Tensor(g)))
-                if not close(dx.data, g[..., t: g.shape[-2] - b, l: g.shape[-1] - r]):
+                if not close(dx.data, g[..., top: g.shape[-2] - bottom, left: g.shape[-1] - right]):
                     raise GradingFailure(f"{label}: the gradient through your pad2d is wrong")
                 continue
-            if (t, b) != (l, r):
-                other = np.pad(x, ((0, 0),) * (x.ndim - 2) + ((l, r), (t, b)))
+            if (top, bottom) != (left, right):
+                other = np.pad(x, ((0, 0),) * (x.ndim - 2) + ((left, right), (top, bottom)))
                 if other.shape == out.shape and np.array_equal(out, other):
                     raise GradingFailure(f"{label}: the rows and the columns got each other's padding: rows take "
                                          "(top, bottom), columns (left, right); the pad widths of the last two axes "
                                          "are swapped")
-            if t != b or l != r:
-                swapped = np.pad(x, ((0, 0),) * (x.ndim - 2) + ((t, l), (b, r)))
+            if top != bottom or left != right:
+                swapped = np.pad(x, ((0, 0),) * (x.ndim - 2) + ((top, left), (bottom, right)))
                 if swapped.shape == out.shape and np.array_equal(out, swapped):
                     raise GradingFailure(f"{label}: np.pad takes one (before, after) pair per axis: ((top, bottom), "
                                          "(left, right)) for the last two axes, not ((top, left), (bottom, right))")
@@ -278,10 +278,10 @@ def check_unpad2d(unpad2d, rng):
             x = rng.standard_normal(shape).astype(dtype)
             got = run(f"{label}: unpad2d", f, x.copy(), padding)
             want = np.asarray(reference(x.copy(), padding))
-            (t, b), (l, r) = _cb().as_padding(padding, "unpad2d")
+            (top, bottom), (left, right) = _cb().as_padding(padding, "unpad2d")
 
-            def shape_hint(s, b=b, r=r):
-                if 0 in s[-2:] and (b == 0 or r == 0):
+            def shape_hint(s, bottom=bottom, right=right):
+                if 0 in s[-2:] and (bottom == 0 or right == 0):
                     return ("with zero padding at the bottom or on the right, x[..., t:-b] is x[..., t:-0], which is "
                             "empty: write the end as H - b (and W - r)")
                 return "the result must be (..., H - top - bottom, W - left - right)"
@@ -298,7 +298,7 @@ def check_unpad2d(unpad2d, rng):
                                      "(slice the Tensor itself: x[..., t:H-b, l:W-r] is the engine's getitem)")
             g = rng.standard_normal(want.shape)
             (dx,) = run(f"{label}: the gradient through unpad2d", lambda: grad(tensor_out, [xt], Tensor(g)))
-            if not close(dx.data, np.pad(g, ((0, 0),) * (x.ndim - 2) + ((t, b), (l, r)))):
+            if not close(dx.data, np.pad(g, ((0, 0),) * (x.ndim - 2) + ((top, bottom), (left, right)))):
                 raise GradingFailure(f"{label}: the gradient through your unpad2d is wrong")
         refused = run("padding larger than the image: unpad2d", _value_error_text, f, np.zeros((2, 3)), 2)
         if refused is None:
@@ -551,7 +551,8 @@ def _tensor_derived(label, f, keep, params, rng):
             term = (t * E.Tensor(vs.standard_normal(t.shape))).sum()
             total = term if total is None else total + term
         seconds = E.grad(total, [xt, wt, gt], allow_unused=True)
-        return out, [np.zeros(a.shape) if s is None else np.array(s.data) for s, a in zip(seconds, (x, w, g), strict=False)]
+        return out, [np.zeros(a.shape) if s is None else np.array(s.data)
+                     for s, a in zip(seconds, (x, w, g), strict=False)]
 
     label = f"{label.rsplit(', ', 1)[0]}, Tensor inputs"
     got = run(f"{label}: conv2d_backward_derived", lambda: _tensor_outputs(S, f, x, w, g, params))
