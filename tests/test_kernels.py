@@ -25,7 +25,7 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 import solutions as S
-from solutions import Tensor
+from solutions import Tensor, nn
 from solutions.ops import _fast, conv, conv_backward, kernels, pool
 from solutions.ops.conv import _conv_params
 from solutions.testing import assert_close
@@ -53,7 +53,7 @@ def conv_cases(draw):
     stride = (draw(st.integers(1, 3)), draw(st.integers(1, 3)))
     dilation = (draw(st.integers(1, 3)), draw(st.integers(1, 3)))
     padding = tuple((draw(st.integers(0, 2)), draw(st.integers(0, 2))) for _ in range(2))
-    extent = [d * (k - 1) + 1 for k, d in zip(kernel, dilation)]
+    extent = [d * (k - 1) + 1 for k, d in zip(kernel, dilation, strict=True)]
     H = max(1, extent[0] - sum(padding[0])) + draw(st.integers(0, 6))
     W = max(1, extent[1] - sum(padding[1])) + draw(st.integers(0, 20))  # wide enough for both col2im paths
     N = draw(st.integers(1, 3))
@@ -95,8 +95,9 @@ def test_im2col_and_col2im(case):
     assert cols.dtype == x.dtype
     c = rng.standard_normal(cols.shape).astype(x.dtype)
     N, C, H, W = x.shape
-    (t, b), (l, r) = padding
-    fast_back = _fast.col2im_padded(c, (N, C, H + t + b, W + l + r), kernel, stride, dilation)[:, :, t:t + H, l:l + W]
+    (t, b), (left, r) = padding
+    fast_back = _fast.col2im_padded(c, (N, C, H + t + b, W + left + r), kernel, stride, dilation)
+    fast_back = fast_back[:, :, t:t + H, left:left + W]
     back = teaching_im2col.col2im(c, x.shape, kernel, stride, padding, dilation)
     assert back.shape == x.shape and back.dtype == x.dtype
     assert_close(fast_back, back, **tolerances(x.dtype))
@@ -203,8 +204,37 @@ def test_the_engine_gives_the_same_gradients_with_either_set(case):
     fast = run()
     with kernels.teaching_kernels():
         teaching = run()
-    for a, b_ in zip(fast, teaching):
+    for a, b_ in zip(fast, teaching, strict=True):
         assert_close(a, b_, rtol=1e-9, atol=1e-9)
+
+
+@given(st.sampled_from([(5, 3), (4, 3, 5), (3, 2, 4, 3), (16, 4, 2, 2)]), DTYPES, st.floats(0.0, 1.0), SEEDS)
+def test_the_fused_batch_norm_equals_the_composite(shape, dtype, momentum, seed):
+    """BatchNorm in training mode: one fast node (`_fast.batch_norm_train`) or a05's composite of
+    ops (teaching kernels) give the same output, running statistics, gradients and second derivative."""
+    rng = np.random.default_rng(seed)
+    x = (rng.standard_normal(shape) * 3 + 2).astype(dtype)
+    g = rng.standard_normal(shape).astype(dtype)
+    layer = nn.BatchNorm2d if len(shape) == 4 else nn.BatchNorm1d
+
+    def run():
+        bn = layer(shape[1], momentum=momentum, dtype=dtype)
+        bn.weight.data[:] = np.linspace(0.5, 1.5, shape[1])
+        bn.bias.data[:] = np.linspace(-1, 1, shape[1])
+        xt = Tensor(x, requires_grad=True)
+        y = bn(xt)
+        dx, dw, db = S.grad(y, [xt, bn.weight, bn.bias], Tensor(g), create_graph=True)
+        (ddx,) = S.grad((dx * dx).sum() + (dw * db).sum(), [xt])
+        return type(y.grad_fn).__name__, [a.copy() for a in (y.data, bn.running_mean, bn.running_var)] + [
+            t.data.copy() for t in (dx, dw, db, ddx)]
+
+    name, fast = run()
+    with kernels.teaching_kernels():
+        teaching_name, teaching = run()
+    assert (name, teaching_name) == ("BatchNormTrain", "Add")
+    for a, b_ in zip(fast, teaching, strict=True):
+        assert a.dtype == b_.dtype
+        assert_close(a, b_, **tolerances(dtype))
 
 
 def test_dilate_and_erode_have_one_kernel_each():
@@ -465,7 +495,7 @@ def test_threaded_copies_give_the_same_results(params, width, many_threads):
     x, w = rng.standard_normal((5, 4, 9, width)), rng.standard_normal((4, 2 if params.get("groups") else 4, 3, 3))
     threaded = _conv_run(x, w, **params)
     _fast.THREADS = 1
-    for a, b in zip(threaded, _conv_run(x, w, **params)):
+    for a, b in zip(threaded, _conv_run(x, w, **params), strict=True):
         np.testing.assert_array_equal(a, b)
 
 
@@ -482,7 +512,7 @@ def test_threaded_pools_give_the_same_results(op, args, many_threads):
 
     threaded = run()
     _fast.THREADS = 1
-    for a, b in zip(threaded, run()):
+    for a, b in zip(threaded, run(), strict=True):
         np.testing.assert_array_equal(a, b)
 
 
@@ -518,7 +548,7 @@ def test_recycled_buffers_never_change_earlier_results(monkeypatch):
         _conv_run(x2, w, padding=1)
         with S.no_grad():
             S.conv2d(x2, w, padding=1)
-    for a, b in zip(kept, first):
+    for a, b in zip(kept, first, strict=True):
         np.testing.assert_array_equal(a, b)
 
     # create_graph: the gradient's own graph keeps what it saved; later calls must not touch it

@@ -50,10 +50,12 @@ class Linear(Module):
     Init (PyTorch's): W ~ kaiming_uniform(a=sqrt 5), i.e. $U(\\pm 1/\\sqrt{\\text{in}})$; b ~ the same bound.
     """
 
-    def __init__(self, in_features: int, out_features: int, bias: bool = True, *, dtype: Any = np.float32, rng: Any = None):
+    def __init__(self, in_features: int, out_features: int, bias: bool = True, *, dtype: Any = np.float32,
+                 rng: Any = None):
         super().__init__()
         if in_features <= 0 or out_features <= 0:
-            raise ValueError(f"Linear: in_features and out_features must be positive, got {in_features}, {out_features}")
+            raise ValueError(
+                f"Linear: in_features and out_features must be positive, got {in_features}, {out_features}")
         dtype, rng = _float_dtype(dtype, "Linear"), init.as_rng(rng)
         self.in_features, self.out_features = in_features, out_features
         self.weight = Parameter(np.empty((out_features, in_features), dtype=dtype))
@@ -245,6 +247,10 @@ class _BatchNorm(Module):
             self.num_batches_tracked += 1
             if self.momentum is None:  # a cumulative average over every batch seen so far
                 momentum = 1.0 / float(self.num_batches_tracked)
+        fused = ops.kernels.batch_norm_train  # the reference engine's one-node BatchNorm, or None
+        if (fused is not None and use_batch_stats and self.affine and x.data.size > x.shape[1]
+                and x.dtype == self.weight.dtype and np.issubdtype(x.dtype, np.floating)):
+            return fused(x, self.running_mean, self.running_var, self.weight, self.bias, momentum, self.eps)
         # Without tracked statistics the buffers are None, and the batch statistics serve in eval too.
         return F.batch_norm(
             x,

@@ -32,7 +32,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .im2col import Pair, Padding, conv_output_hw, offset_slice, windows
+from ..graph import Function, Tensor, is_grad_enabled
+from .im2col import Padding, Pair, conv_output_hw, offset_slice, windows
 from .pool import _lowest, _offsets, _out_hw, _pad4
 
 
@@ -77,7 +78,7 @@ def parallel(fn: Callable[[int, int], None], n: int, nbytes: int) -> None:
     if _executor is None or _workers < parts - 1:
         _executor, _workers = ThreadPoolExecutor(max_workers=parts - 1, thread_name_prefix="solutions-copy"), parts - 1
     bounds = [n * k // parts for k in range(parts + 1)]
-    futures = [_executor.submit(fn, lo, hi) for lo, hi in zip(bounds[1:-1], bounds[2:])]
+    futures = [_executor.submit(fn, lo, hi) for lo, hi in zip(bounds[1:-1], bounds[2:], strict=True)]
     fn(bounds[0], bounds[1])
     for f in futures:
         f.result()
@@ -144,16 +145,16 @@ def pad_hw(x: np.ndarray, padding: Padding, value: float = 0.0) -> np.ndarray:
     The buffer is allocated channel-major, (C, N, Hp, Wp) in memory, because im2col reads it
     one channel at a time: each channel is then one contiguous block.
     """
-    (t, b), (l, r) = padding
-    if t == b == l == r == 0:
+    (t, b), (left, r) = padding
+    if t == b == left == r == 0:
         return x
     N, C, H, W = x.shape
-    shape = (C, N, H + t + b, W + l + r)
+    shape = (C, N, H + t + b, W + left + r)
     xp = np.zeros(shape, x.dtype) if value == 0 else np.full(shape, value, x.dtype)
     xp = xp.transpose(1, 0, 2, 3)
 
     def copy(n0: int, n1: int) -> None:
-        xp[n0:n1, :, t : t + H, l : l + W] = x[n0:n1]
+        xp[n0:n1, :, t : t + H, left : left + W] = x[n0:n1]
 
     parallel(copy, N, x.nbytes)
     return xp
@@ -278,9 +279,9 @@ def _input_grad_by_correlation(
     N, C, H, W = x_shape
     K, Cg, KH, KW = w.shape
     G, Kg = groups, K // groups
-    (t, b), (l, r) = padding
+    (t, b), (left, r) = padding
     eh, ew = dilation[0] * (KH - 1), dilation[1] * (KW - 1)  # kernel extent minus 1
-    amounts = [eh - t, eh - b, ew - l, ew - r]
+    amounts = [eh - t, eh - b, ew - left, ew - r]
     OH, OW = grad.shape[2:]
     g = grad[:, :, max(0, -amounts[0]) : OH - max(0, -amounts[1]), max(0, -amounts[2]) : OW - max(0, -amounts[3])]
     pad = ((max(0, amounts[0]), max(0, amounts[1])), (max(0, amounts[2]), max(0, amounts[3])))
@@ -309,8 +310,8 @@ def _input_grad_by_col2im(
     if OW < NARROW:
         return _input_grad_by_col2im_batch_last(grad, w, x_shape, stride, padding, dilation, groups)
     P = OH * OW
-    (t, b), (l, r) = padding
-    Hp, Wp = H + t + b, W + l + r
+    (t, b), (left, r) = padding
+    Hp, Wp = H + t + b, W + left + r
     gm = _grad_matrix(grad).reshape(G, Kg, N * P)  # (G, K/G, N*OH*OW)
     wt = w.reshape(G, Kg, Cg * KH * KW).transpose(0, 2, 1)  # (G, C/G*KH*KW, K/G): W^T per group
     dtype = np.result_type(grad, w)
@@ -326,7 +327,7 @@ def _input_grad_by_col2im(
     del dcols
     recycle(buffer)
     # Input rows that no window reaches (stride not dividing the size) were never added to: 0.
-    return dxp[:, :, t : t + H, l : l + W].transpose(1, 0, 2, 3)
+    return dxp[:, :, t : t + H, left : left + W].transpose(1, 0, 2, 3)
 
 
 # Output rows narrower than this make col2im's strided `+=` run a few pixels at a time, so the
@@ -347,8 +348,8 @@ def _input_grad_by_col2im_batch_last(
     K, Cg, KH, KW = w.shape
     G, Kg = groups, K // groups
     OH, OW = grad.shape[2:]
-    (t, b), (l, r) = padding
-    Hp, Wp = H + t + b, W + l + r
+    (t, b), (left, r) = padding
+    Hp, Wp = H + t + b, W + left + r
     dtype = np.result_type(grad, w)
     gm = np.empty((K, OH, OW, N), dtype=grad.dtype)  # dz with the batch innermost
     parallel(lambda k0, k1: np.copyto(gm[k0:k1], grad[:, k0:k1].transpose(1, 2, 3, 0)), K, grad.nbytes)
@@ -364,7 +365,7 @@ def _input_grad_by_col2im_batch_last(
         np.matmul(wt, gm[:, :, h0 * OW * N : h1 * OW * N], out=dcols)
         blocks = dcols.reshape(C, KH, KW, h1 - h0, OW, N)
 
-        def add(c0: int, c1: int) -> None:
+        def add(c0: int, c1: int, h0: int = h0, h1: int = h1, blocks: np.ndarray = blocks) -> None:
             for i in range(KH):
                 for j in range(KW):
                     rows, columns = offset_slice(i, j, (h1 - h0, OW), stride, dilation)
@@ -374,7 +375,7 @@ def _input_grad_by_col2im_batch_last(
         parallel(add, C, dcols.nbytes)
     del dcols, blocks
     recycle(buffer)
-    return dxp[:, t : t + H, l : l + W].transpose(3, 0, 1, 2)
+    return dxp[:, t : t + H, left : left + W].transpose(3, 0, 1, 2)
 
 
 def conv2d_weight_grad_array(
@@ -524,13 +525,16 @@ def avg_pool2d_array(x: np.ndarray, kernel: Pair, stride: Pair, pad: Pair) -> np
     return total
 
 
-def avg_pool2d_scatter_array(grad: np.ndarray, x_shape: tuple[int, ...], kernel: Pair, stride: Pair, pad: Pair) -> np.ndarray:
+def avg_pool2d_scatter_array(
+    grad: np.ndarray, x_shape: tuple[int, ...], kernel: Pair, stride: Pair, pad: Pair
+) -> np.ndarray:
     """Spread each window's gradient evenly over it: (N, C, OH, OW) -> x_shape."""
     N, C, H, W = x_shape
     OH, OW = grad.shape[2:]
     share = grad / (kernel[0] * kernel[1])
     shape = (N, C, H + 2 * pad[0], W + 2 * pad[1])
-    dxp = np.empty(shape, dtype=share.dtype) if _covers_once(x_shape, kernel, stride, pad) else np.zeros(shape, dtype=share.dtype)
+    tiled = _covers_once(x_shape, kernel, stride, pad)
+    dxp = np.empty(shape, dtype=share.dtype) if tiled else np.zeros(shape, dtype=share.dtype)
     overlap = _overlapping(kernel, stride)
 
     def scatter(n0: int, n1: int) -> None:
@@ -542,3 +546,70 @@ def avg_pool2d_scatter_array(grad: np.ndarray, x_shape: tuple[int, ...], kernel:
 
     parallel(scatter, N, dxp.nbytes)
     return dxp[:, :, pad[0] : pad[0] + H, pad[1] : pad[1] + W]
+
+
+# --------------------------------------------------------------------------------------------
+# BatchNorm in training mode, one node instead of a dozen
+# --------------------------------------------------------------------------------------------
+class BatchNormTrain(Function):
+    r"""$y = \\gamma (x - \\mu_B) / \\sqrt{\\sigma_B^2 + \\epsilon} + \beta$ with the batch's statistics.
+
+    The same numbers as `nn.functional.batch_norm(training=True)` (a05's composite of about ten
+    engine ops), as one graph node: on the small tensors of a training step each op's node and
+    its backward cost as much as the arithmetic. Backward with $\\hat x = (x - \\mu_B)\\,s$,
+    $s = 1/\\sqrt{\\sigma_B^2 + \\epsilon}$, n values per channel:
+    $d\beta = \\sum g$, $d\\gamma = \\sum g \\hat x$,
+    $dx = \\gamma s\\,(g - d\beta/n - \\hat x\\, d\\gamma/n)$. When the backward pass is itself
+    recorded (create_graph), the same formula is built from engine ops, so it differentiates again.
+    """
+
+    def __init__(self, eps: float, stats: dict[str, np.ndarray]):
+        self.eps, self.stats = eps, stats
+
+    def forward(self, x, weight, bias):
+        C = x.shape[1]
+        self.axes, self.shape = (0,) + tuple(range(2, x.ndim)), (1, C) + (1,) * (x.ndim - 2)
+        mean = x.mean(axis=self.axes, keepdims=True)
+        centered = x - mean
+        var = np.mean(centered * centered, axis=self.axes, keepdims=True)
+        inv_std = (var + self.eps) ** -0.5
+        self.stats.update(mean=mean, var=var)
+        if is_grad_enabled():
+            self.centered, self.inv_std = centered, inv_std
+        y = centered * (inv_std * weight.reshape(self.shape))  # gamma/sigma first: one full-size multiply
+        y += bias.reshape(self.shape)
+        return y
+
+    def backward(self, grad):
+        x, weight, bias = self.inputs
+        axes, shape = self.axes, self.shape
+        n = x.data.size // x.shape[1]
+        if is_grad_enabled():  # create_graph: the gradient as engine ops of x, weight and grad
+            centered = x - x.mean(axis=axes, keepdims=True)
+            xhat = centered * ((centered * centered).mean(axis=axes, keepdims=True) + self.eps) ** -0.5
+            db, dw = grad.sum(axis=axes), (grad * xhat).sum(axis=axes)
+            inner = grad - db.reshape(shape) / n - xhat * dw.reshape(shape) / n
+            scale = weight.reshape(shape) * ((centered * centered).mean(axis=axes, keepdims=True) + self.eps) ** -0.5
+            return scale * inner, dw, db
+        g, centered, inv_std = grad.data, self.centered, self.inv_std
+        db = g.sum(axis=axes, keepdims=True)
+        dw_centered = (g * centered).sum(axis=axes, keepdims=True)  # sum g (x - mu); times s it is d gamma
+        dx = g - db / n
+        dx -= centered * (inv_std * inv_std * dw_centered / n)
+        dx *= inv_std * weight.data.reshape(shape)
+        dw = (dw_centered * inv_std).reshape(weight.shape)
+        return Tensor._wrap(dx), Tensor._wrap(dw.astype(weight.dtype, copy=False)), Tensor._wrap(db.reshape(bias.shape))
+
+
+def batch_norm_train(x: Tensor, running_mean: np.ndarray | None, running_var: np.ndarray | None, weight: Tensor,
+                     bias: Tensor, momentum: float, eps: float) -> Tensor:
+    """`nn.functional.batch_norm(x, ..., weight, bias, training=True)` as one `BatchNormTrain` node."""
+    stats: dict[str, np.ndarray] = {}
+    y = BatchNormTrain.apply(x, weight, bias, eps=eps, stats=stats)
+    if running_mean is not None and running_var is not None:
+        C, n = x.shape[1], x.data.size // x.shape[1]
+        running_mean *= 1.0 - momentum
+        running_mean += momentum * stats["mean"].reshape(C)
+        running_var *= 1.0 - momentum
+        running_var += momentum * stats["var"].reshape(C) * (n / (n - 1))
+    return y

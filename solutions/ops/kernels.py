@@ -64,6 +64,9 @@ def _as_is(a: Any) -> Any:
 # Two hooks only the fast kernels need, no-ops with the teaching ones:
 recycle: Callable[[Any], None] = _keep            # a scratch array (x's columns) nobody needs any more
 channel_major: Callable[[Any], Any] = _as_is      # dz laid out once for both of its gradients' products
+# And one op the fast set fuses: BatchNorm in training mode as one node (`_fast.batch_norm_train`),
+# None with the teaching kernels, where the layer calls a05's composite `nn.functional.batch_norm`.
+batch_norm_train: Callable[..., Any] | None = None
 
 
 def _fast_module():
@@ -90,14 +93,14 @@ def use_fast(on: bool = True) -> None:
     """Bind every kernel name to the fast kernels (on) or to the teaching ones (off)."""
     chosen: dict[str, Any] = {name: getattr(importlib.import_module(f".{home}", __package__), name)
                               for name, home in TEACHING.items()}
-    chosen.update(recycle=_keep, channel_major=_as_is)
+    chosen.update(recycle=_keep, channel_major=_as_is, batch_norm_train=None)
     if on:
         fast = _fast_module()
         if fast is None:
             raise RuntimeError("use_fast: the fast kernels (ops/_fast.py) are not part of this engine; "
                                "it runs the teaching kernels only")
         chosen.update({name: getattr(fast, name) for name in FAST}, recycle=fast.recycle,
-                      channel_major=fast.channel_major)
+                      channel_major=fast.channel_major, batch_norm_train=fast.batch_norm_train)
     globals().update(chosen)
 
 
