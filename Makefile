@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip --disable-pip-version-check -q
 STAMP  := $(VENV)/.installed
 
-.PHONY: all install test bench golden demo clean
+.PHONY: all install test check lint bench golden demo clean
 
 all: install book demo
 
@@ -29,6 +29,17 @@ demo: install bubblewrap
 
 test: install chromium postgresql bubblewrap
 	$(PY) -m pytest -q -n 2 --dist loadgroup
+
+# The contributor's loop: lint, then every test not marked slow (no book build, browser, training or
+# nbgrader end-to-end run); about a minute on 2 cores. `make test` is still what CI runs.
+check: lint bubblewrap
+	$(PY) -m pytest -q -n 2 --dist loadgroup -m "not slow"
+
+# ruff (pycodestyle, pyflakes, bugbear, isort rules) over the repository, mypy over the engine;
+# both configured in pyproject.toml.
+lint: install
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
 
 # The book, readable offline at _build/html/index.html. Executed notebooks are cached in
 # _build/.jupyter_cache: a rebuild runs only the chapters whose code changed.

@@ -33,7 +33,7 @@ class Dataset:
     def __len__(self) -> int:
         raise NotImplementedError(f"{type(self).__name__} does not define __len__")
 
-    def __getitem__(self, index: int) -> Any:
+    def __getitem__(self, index: Any) -> Any:  # an int (a TensorDataset also takes an index array)
         raise NotImplementedError(f"{type(self).__name__} does not define __getitem__")
 
 

@@ -28,7 +28,7 @@ Two ways to check gradients:
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Sequence, cast
 
 import numpy as np
 
@@ -92,7 +92,7 @@ def _is_op(fn: Any) -> bool:
     return isinstance(fn, type) and issubclass(fn, Function)
 
 
-def _op_node(op: type, inputs: Sequence[Any], params: dict) -> Tensor:
+def _op_node(op: type[Function], inputs: Sequence[Any], params: dict) -> Tensor:
     """`op.apply(*inputs, **params)`, recorded (even inside no_grad) so that its node can be used."""
     if not _is_op(op):
         raise TypeError(f"op_grads: expected a Function class such as Mul, got {op!r}")
@@ -104,7 +104,7 @@ def _op_node(op: type, inputs: Sequence[Any], params: dict) -> Tensor:
     return out
 
 
-def _forward_only(op: type, params: dict, *inputs: Any) -> Tensor:
+def _forward_only(op: type[Function], params: dict, *inputs: Any) -> Tensor:
     """The op's output, without recording a node (what central differences evaluate)."""
     with set_grad_enabled(False):
         return op.apply(*inputs, **params)
@@ -114,18 +114,18 @@ def _backward_of(out: Tensor, grad: Any) -> tuple[Tensor | None, ...]:
     """The node's `backward(grad)`, one gradient per input (None for an input that needs none),
     each checked to be a Tensor of its input's shape."""
     fn = out.grad_fn
+    assert fn is not None, "_op_node made sure the output has a node"
     name = type(fn).__name__
     g = Tensor(np.ones_like(out.data) if grad is None else grad, dtype=out.dtype)
     if g.shape != out.shape:
         raise ValueError(f"op_grads: grad has shape {g.shape} but {name}'s output has shape {out.shape}")
     with set_grad_enabled(False):  # as in a backward pass without create_graph
-        grads = fn.backward(g)
-    if not isinstance(grads, (tuple, list)):
-        grads = (grads,)
+        raw = fn.backward(g)
+    grads = tuple(raw) if isinstance(raw, (tuple, list)) else (raw,)
     if len(grads) != len(fn.inputs):
         raise GradcheckError(f"{name}.backward returned {len(grads)} gradients for {len(fn.inputs)} inputs")
-    result = []
-    for i, (x, gx, needed) in enumerate(zip(fn.inputs, grads, fn.needs_input_grad)):
+    result: list[Tensor | None] = []
+    for i, (x, gx, needed) in enumerate(zip(fn.inputs, grads, fn.needs_input_grad, strict=True)):
         if gx is None or not needed:
             result.append(None)
             continue
@@ -139,7 +139,7 @@ def _backward_of(out: Tensor, grad: Any) -> tuple[Tensor | None, ...]:
     return tuple(result)
 
 
-def op_grads(op: type, *inputs: Any, grad: Any = None, **params: Any) -> tuple[Tensor | None, ...]:
+def op_grads(op: type[Function], *inputs: Any, grad: Any = None, **params: Any) -> tuple[Tensor | None, ...]:
     """One op's gradients with respect to its inputs, for the upstream gradient `grad`, from its
     backward alone: `op.apply(*inputs, **params)` makes one node and its `backward(grad)` runs
     once (no graph walk, no `.grad` touched).
@@ -183,11 +183,12 @@ def gradcheck(
             raise ValueError(f"gradcheck: input {i} is {inputs[i].data.dtype}; use float64 for numerical gradients")
 
     if _is_op(fn):
-        out = _op_node(fn, inputs, params)
+        op = cast("type[Function]", fn)
+        out = _op_node(op, inputs, params)
         upstream = np.random.default_rng(seed).standard_normal(np.shape(out.data))
         grads = _backward_of(out, upstream)
-        analytics = {i: None if grads[i] is None else np.array(grads[i].data, dtype=np.float64) for i in checked}
-        fn = functools.partial(_forward_only, fn, params)
+        analytics = {i: None if (gi := grads[i]) is None else np.array(gi.data, dtype=np.float64) for i in checked}
+        fn = functools.partial(_forward_only, op, params)
     else:
         out = fn(*inputs)
         out_data = np.asarray(out.data, dtype=np.float64)

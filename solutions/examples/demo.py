@@ -13,7 +13,9 @@ def worked_example() -> None:
     y = (a + b) * (b + c)  # b feeds two nodes, so its gradient is the sum of two paths
     y.backward()
     print(f"y = (a + b) * (b + c) = {y.item():g} at a=2, b=3, c=4")
-    print(f"  dy/da = {a.grad.item():g}, dy/db = {b.grad.item():g}, dy/dc = {c.grad.item():g}")
+    da, db, dc = (t.grad for t in (a, b, c))
+    assert da is not None and db is not None and dc is not None
+    print(f"  dy/da = {da.item():g}, dy/db = {db.item():g}, dy/dc = {dc.item():g}")
 
 
 def second_derivative() -> None:
@@ -32,8 +34,10 @@ def regression(steps: int = 100, lr: float = 0.1) -> None:
     b = Tensor(np.zeros(1), requires_grad=True)
     for step in range(steps):
         loss = ((x @ w + b - y) ** 2).mean()
-        w.zero_grad(), b.zero_grad()
+        w.zero_grad()
+        b.zero_grad()
         loss.backward()
+        assert w.grad is not None and b.grad is not None
         w.data -= lr * w.grad.data
         b.data -= lr * b.grad.data
         if step in (0, 9, steps - 1):

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from pathlib import Path
-from typing import Any, Iterator, NamedTuple
+from typing import TYPE_CHECKING, Any, Iterator, NamedTuple
 
 import numpy as np
 
@@ -50,6 +50,16 @@ class ModuleBase:
     `save`, `load`, printing)."""
 
     training: bool
+    _parameters: OrderedDict[str, Parameter | None]
+    _buffers: OrderedDict[str, np.ndarray | None]
+    _modules: OrderedDict[str, Any]   # the children: Modules (None where one was unset)
+
+    if TYPE_CHECKING:  # Module defines the walks; the conveniences here are built on them
+        def named_modules(self, prefix: str = "") -> Iterator[tuple[str, ModuleBase]]: ...
+        def named_parameters(self, prefix: str = "", recurse: bool = True) -> Iterator[tuple[str, Parameter]]: ...
+        def train(self, mode: bool = True) -> ModuleBase: ...
+        def state_dict(self) -> OrderedDict[str, np.ndarray]: ...
+        def load_state_dict(self, state_dict: dict[str, Any], strict: bool = True) -> LoadResult: ...
 
     def __init__(self) -> None:
         # object.__setattr__: Module's own __setattr__ needs these dicts to exist already.
@@ -154,7 +164,8 @@ class ModuleBase:
         if path.suffix != ".npz":
             path = path.with_name(path.name + ".npz")
         path.parent.mkdir(parents=True, exist_ok=True)
-        np.savez(path, **self.state_dict())
+        # numpy's stub lets a ** mapping also fill savez's allow_pickle flag, hence the ignore
+        np.savez(path, **self.state_dict())  # type: ignore[arg-type]
         return path
 
     def load(self, path: str | Path, strict: bool = True) -> Any:
