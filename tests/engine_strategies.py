@@ -23,7 +23,8 @@ nonscalar_shapes = hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side
 # Two shapes that broadcast together: leading axes missing, size-1 axes, both sides stretched, 0-d.
 broadcast_pairs = hnp.mutually_broadcastable_shapes(num_shapes=2, min_dims=0, max_dims=3, min_side=1, max_side=MAX_SIDE)
 # Every case of NumPy's matmul: 1-D on either side, 2-D, batched, batch axes that broadcast.
-matmul_shapes = hnp.mutually_broadcastable_shapes(signature=np.matmul.signature, max_dims=2, min_side=1, max_side=MAX_SIDE)
+matmul_shapes = hnp.mutually_broadcastable_shapes(signature=np.matmul.signature, max_dims=2, min_side=1,
+                                                  max_side=MAX_SIDE)
 
 
 def leaf(values) -> Tensor:

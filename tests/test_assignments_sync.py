@@ -184,7 +184,8 @@ def f(a, b=(1, 2)):
     body = locate(source, "Op.backward")
     assert body.lines == ("        # a comment that belongs to the body", "        x = grad", "",
                           "        return x  # trailing")
-    assert body.text("    ") == ["    # a comment that belongs to the body", "    x = grad", "", "    return x  # trailing"]
+    assert body.text("    ") == ["    # a comment that belongs to the body", "    x = grad", "",
+                                "    return x  # trailing"]
     assert locate(source, "f").lines == ("    return a",)
     with pytest.raises(RegionError):
         locate(source, "Op.forward")  # the body shares the signature's line

@@ -102,11 +102,13 @@ def jupyterlab(home: Path):
     log = open(home / "jupyterlab.log", "w")  # noqa: SIM115 (closed below, once the server is gone)
     server = subprocess.Popen(
         [sys.executable, "-m", "jupyterlab", "--no-browser", f"--ServerApp.port={port}", "--ServerApp.ip=127.0.0.1",
-         f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={home}", "--ServerApp.port_retries=0", *(["--allow-root"] if os.geteuid() == 0 else [])],
+         f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={home}", "--ServerApp.port_retries=0",
+         *(["--allow-root"] if os.geteuid() == 0 else [])],
         cwd=home, env=env, stdout=subprocess.DEVNULL, stderr=log)
 
     def request(method: str, path: str) -> str:
-        req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", method=method, data=b"" if method == "POST" else None,
+        req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", method=method,
+                                     data=b"" if method == "POST" else None,
                                      headers={"Authorization": f"token {token}"})
         with urllib.request.urlopen(req, timeout=60) as response:
             return response.read().decode()
@@ -120,7 +122,8 @@ def jupyterlab(home: Path):
             except OSError:
                 if server.poll() is not None or time.monotonic() > deadline:
                     server.kill()
-                    raise AssertionError(f"JupyterLab did not start:\n{(home / 'jupyterlab.log').read_text()[-3000:]}") from None
+                    raise AssertionError("JupyterLab did not start:\n"
+                                         f"{(home / 'jupyterlab.log').read_text()[-3000:]}") from None
                 time.sleep(0.3)
         yield request
     finally:

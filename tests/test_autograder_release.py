@@ -118,7 +118,8 @@ def test_the_generated_kit_is_scanned_like_any_released_file(tmp_path):
     index = secret_index(course, "a02_broadcasting", Path(kit.SOLUTIONS))
     assert scan(tmp_path, index, tmp_path) == []
     planted = tmp_path / "coursekit" / "engine" / "ops" / "reduce.py"
-    planted.write_text(planted.read_text() + "\n    gx = unbroadcast(grad, x.shape) if self.needs_input_grad[0] else None\n")
+    planted.write_text(planted.read_text()
+                       + "\n    gx = unbroadcast(grad, x.shape) if self.needs_input_grad[0] else None\n")
     leaks = scan(tmp_path, index, tmp_path)
     assert any(leak.file == "coursekit/engine/ops/reduce.py" and "a02_broadcasting.ipynb" in leak.what
                for leak in leaks), leaks

@@ -196,7 +196,8 @@ def test_unbroadcast_by_hand():
 @pytest.mark.parametrize("bad", [(2,), (3, 3), (2, 3, 1, 4), (1, 2, 3, 4), (5,)])
 def test_unbroadcast_rejects_a_shape_that_could_not_have_broadcast(bad):
     g = Tensor(np.ones((2, 3, 4)))
-    with pytest.raises(ValueError, match=r"unbroadcast: a gradient of shape \(2, 3, 4\) cannot be summed back to shape"):
+    with pytest.raises(ValueError,
+                       match=r"unbroadcast: a gradient of shape \(2, 3, 4\) cannot be summed back to shape"):
         S.unbroadcast(g, bad)
 
 

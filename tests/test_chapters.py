@@ -51,7 +51,8 @@ def test_every_assignment_is_listed_in_its_chapter():
         section = text[text.index("## Assignment"):] if "## Assignment" in text else ""
         for assignment in re.findall(r"```\{assignment-exercises\}\s+(\w+)", section):
             listed[assignment] = chapter
-    assert sorted(listed) == ASSIGNMENTS, f"assignments without a generated list in a chapter: {set(ASSIGNMENTS) - set(listed)}"
+    assert sorted(listed) == ASSIGNMENTS, \
+        f"assignments without a generated list in a chapter: {set(ASSIGNMENTS) - set(listed)}"
     for assignment, chapter in listed.items():
         assert Path(chapter).name[:2] == assignment[1:3], f"{assignment} is listed in {chapter}"
 

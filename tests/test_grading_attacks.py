@@ -101,7 +101,8 @@ def submissions(course: Course, released: dict, listener_port: int) -> dict[str,
     s["pat"] = (with_answer(ref, "a02-mul", mul_with("return grad, grad")), FULL - POINTS["a02-mul"])
 
     # -- the verdict forged from inside the student's process -------------------------------------
-    s["atk-patch-registry"] = (with_cell(empty, "import autograder.judge.registry as h\nh.check = lambda *a, **k: None"), 0)
+    s["atk-patch-registry"] = (with_cell(empty, "import autograder.judge.registry as h\n"
+                                                "h.check = lambda *a, **k: None"), 0)
     s["atk-patch-numpy"] = (with_cell(empty, "import numpy as np\nnp.allclose = lambda *a, **k: True\n"
                                              "np.testing.assert_allclose = lambda *a, **k: None"), 0)
     s["atk-input-transformer"] = (with_cell(empty, "get_ipython().input_transformers_cleanup.append("
@@ -128,9 +129,11 @@ def submissions(course: Course, released: dict, listener_port: int) -> dict[str,
     s["atk-import-solutions"] = (with_answer(empty, "a02-mul", "from solutions.ops.elementwise import Mul"), 0)
     s["atk-read-solutions"] = (with_answer(empty, "a02-mul", f"exec(open({repo!r} + '/solutions/ops/elementwise.py')"
                                                              ".read())"), 0)
-    s["atk-kit-source"] = (with_answer(empty, "a02-mul", "import inspect\nimport coursekit.engine.ops.elementwise as E\n"
+    s["atk-kit-source"] = (with_answer(empty, "a02-mul", "import inspect\n"
+                                                         "import coursekit.engine.ops.elementwise as E\n"
                                                          "exec(inspect.getsource(E.Mul))"), 0)
-    s["atk-kit-object"] = (with_answer(empty, "a02-mul", "import coursekit.engine.ops.elementwise as E\nMul = E.Mul"), 0)
+    s["atk-kit-object"] = (with_answer(empty, "a02-mul", "import coursekit.engine.ops.elementwise as E\n"
+                                                         "Mul = E.Mul"), 0)
 
     # -- the grader's machine: files, processes, network ------------------------------------------
     s["atk-proc-cmdline"] = (with_cell(empty, "import os\nfound = []\nfor pid in os.listdir('/proc'):\n    try:\n"
@@ -164,8 +167,8 @@ def submissions(course: Course, released: dict, listener_port: int) -> dict[str,
                                              f"{repo!r} + '/autograder/exercises/{ASSIGNMENT}.py']:\n    try:\n"
                                              "        open(p, 'a').write('\\nraise SystemExit\\n')\n"
                                              "    except OSError:\n        pass"), 0)
-    s["atk-environment"] = (with_answer(empty, "a02-mul", mul_with("import os\nraise ValueError(str(dict(os.environ)))")),
-                            0)
+    s["atk-environment"] = (with_answer(empty, "a02-mul",
+                                        mul_with("import os\nraise ValueError(str(dict(os.environ)))")), 0)
     s["atk-network"] = (with_cell(empty, f"import socket\ns = socket.create_connection(('127.0.0.1', {listener_port}), "
                                          "timeout=1)\ns.sendall(b'stolen')"), 0)
     s["atk-kill-init"] = (with_answer(ref, "a02-mul", mul_with("import os, signal\nos.kill(1, signal.SIGKILL)")),
@@ -353,7 +356,8 @@ def test_hostile_submissions_earn_nothing_honest_ones_lose_nothing(tmp_path, mon
         expected[student] = score
     assert len(expected) >= 40
 
-    protected = [REPO / "solutions", REPO / "autograder", REPO / "assignments" / "source", course.source_dir(ASSIGNMENT)]
+    protected = [REPO / "solutions", REPO / "autograder", REPO / "assignments" / "source",
+                 course.source_dir(ASSIGNMENT)]
     before = _digest(protected)
     site_packages = Path(sys.prefix) / "lib" / f"python{sys.version_info[0]}.{sys.version_info[1]}" / "site-packages"
     site_before, home_before = _listing(site_packages), _listing(Path.home() / ".ipython")

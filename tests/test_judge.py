@@ -15,7 +15,8 @@ from autograder.judge.judge import code_cells, judge, transform
 from autograder.judge.session import Sandbox
 
 FIXTURE = Path(__file__).parent / "fixtures" / "judge_exercises"
-IMPORTS = "import numpy as np\nfrom coursekit.engine import Function, Tensor\nfrom coursekit.engine.ops.shape import unbroadcast\n"
+IMPORTS = ("import numpy as np\nfrom coursekit.engine import Function, Tensor\n"
+           "from coursekit.engine.ops.shape import unbroadcast\n")
 
 
 @pytest.fixture(autouse=True)

@@ -70,7 +70,8 @@ def test_sees_nothing_of_the_course_the_reference_or_the_grader():
         "import os, importlib.util\n"
         f"paths = {[str(REPO / p) for p in ('solutions', 'autograder/exercises', 'assignments', 'tests')]}\n"
         "answer = ([p for p in paths if os.path.exists(p)], sorted(os.listdir('/')),\n"
-        "          [m for m in ('solutions', 'autograder', 'autograder.exercises') if importlib.util.find_spec(m.split('.')[0])],\n"
+        "          [m for m in ('solutions', 'autograder', 'autograder.exercises') "
+        "if importlib.util.find_spec(m.split('.')[0])],\n"
         "          sorted(os.listdir('/proc')))")
     existing, root, importable, proc = seen
     assert existing == [] and importable == []
@@ -148,7 +149,8 @@ def test_a_cell_that_raises_is_reported_and_the_next_cells_still_run():
 def test_writes_to_stderr_and_stdout_from_c_code_cost_nothing():
     answer = answer_of("import os, sys, ctypes\nos.write(2, b'a C library warning\\n' * 1000)\n"
                        "os.write(1, b'x' * 100000)\nprint('noise', file=sys.stderr)\n"
-                       "ctypes.CDLL(None).fputs(b'libc on stderr', ctypes.c_void_p.in_dll(ctypes.CDLL(None), 'stderr'))\n"
+                       "ctypes.CDLL(None).fputs(b'libc on stderr', "
+                       "ctypes.c_void_p.in_dll(ctypes.CDLL(None), 'stderr'))\n"
                        "answer = 'fine'")
     assert answer == "fine"
 
