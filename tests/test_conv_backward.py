@@ -36,7 +36,7 @@ def explicit_padding(padding, kernel, dilation):
     if padding == "valid":
         return (0, 0), (0, 0)
     if padding == "same":
-        totals = [d * (k - 1) for k, d in zip(kernel, dilation)]
+        totals = [d * (k - 1) for k, d in zip(kernel, dilation, strict=True)]
         return tuple((t // 2, t - t // 2) for t in totals)
     p = (padding, padding) if isinstance(padding, int) else padding
     return (p[0], p[0]), (p[1], p[1])
@@ -48,11 +48,11 @@ def naive_conv2d(x, w, b=None, stride=1, padding=0, dilation=1, groups=1):
     dilation = (dilation, dilation) if isinstance(dilation, int) else dilation
     N, C, H, W = x.shape
     K, Cg, KH, KW = w.shape
-    (t, bo), (l, r) = explicit_padding(padding, (KH, KW), dilation)
-    xp = np.pad(x, ((0, 0), (0, 0), (t, bo), (l, r)))
+    (top, bottom), (left, right) = explicit_padding(padding, (KH, KW), dilation)
+    xp = np.pad(x, ((0, 0), (0, 0), (top, bottom), (left, right)))
     (sh, sw), (dh, dw) = stride, dilation
-    OH = (H + t + bo - dh * (KH - 1) - 1) // sh + 1
-    OW = (W + l + r - dw * (KW - 1) - 1) // sw + 1
+    OH = (H + top + bottom - dh * (KH - 1) - 1) // sh + 1
+    OW = (W + left + right - dw * (KW - 1) - 1) // sw + 1
     Kg = K // groups
     z = np.zeros((N, K, OH, OW))
     for n in range(N):
@@ -81,10 +81,10 @@ def conv_configs(draw, max_channels_per_group=2):
         padding = "valid"
     else:
         padding = (draw(st.integers(0, 2)), draw(st.integers(0, 2)))
-    (t, b), (l, r) = explicit_padding(padding, kernel, dilation)
-    extent = [d * (k - 1) + 1 for k, d in zip(kernel, dilation)]
-    H = max(1, extent[0] - t - b) + draw(st.integers(0, 3))
-    W = max(1, extent[1] - l - r) + draw(st.integers(0, 3))
+    (top, bottom), (left, right) = explicit_padding(padding, kernel, dilation)
+    extent = [d * (k - 1) + 1 for k, d in zip(kernel, dilation, strict=True)]
+    H = max(1, extent[0] - top - bottom) + draw(st.integers(0, 3))
+    W = max(1, extent[1] - left - right) + draw(st.integers(0, 3))
     return dict(
         x_shape=(draw(st.integers(1, 2)), groups * Cg, H, W), w_shape=(groups * Kg, Cg) + kernel,
         bias=draw(st.booleans()), params=dict(stride=stride, padding=padding, dilation=dilation, groups=groups),
@@ -162,7 +162,8 @@ def test_conv1d_is_conv2d_on_a_height_one_image_and_gradchecks(config, seed):
                             padding=p["padding"] if isinstance(p["padding"], str) else (0, p["padding"]),
                             dilation=(1, p["dilation"]), groups=p["groups"])[:, :, 0, :]
     assert_close(S.conv1d(x, w, b, **p), expected)
-    inputs = [Tensor(x, requires_grad=True), Tensor(w, requires_grad=True)] + ([Tensor(b, requires_grad=True)] if b is not None else [])
+    inputs = [Tensor(x, requires_grad=True), Tensor(w, requires_grad=True)] + \
+        ([Tensor(b, requires_grad=True)] if b is not None else [])
     assert gradcheck(lambda *t: S.conv1d(*t, **p), *inputs)
 
 
@@ -173,7 +174,8 @@ def check_everything(x_shape, w_shape, bias=True, **params):
     config = dict(x_shape=x_shape, w_shape=w_shape, bias=bias, params=params)
     x, w, b = make(config, 7)
     assert_close(S.conv2d(x, w, b, **params), naive_conv2d(x, w, b, **params), msg="forward")
-    inputs = [Tensor(x, requires_grad=True), Tensor(w, requires_grad=True)] + ([Tensor(b, requires_grad=True)] if bias else [])
+    inputs = [Tensor(x, requires_grad=True), Tensor(w, requires_grad=True)] + \
+        ([Tensor(b, requires_grad=True)] if bias else [])
     assert gradcheck(lambda *t: S.conv2d(*t, **params), *inputs)
     xt, wt = inputs[0], inputs[1]
     xt.grad = wt.grad = None
@@ -277,14 +279,16 @@ def test_conv2d_gradgradcheck(x_shape, w_shape, params):
 
 def test_conv1d_gradgradcheck():
     rng = np.random.default_rng(4)
-    x, w = Tensor(rng.standard_normal((2, 2, 9)), requires_grad=True), Tensor(rng.standard_normal((3, 2, 3)), requires_grad=True)
+    x, w = (Tensor(rng.standard_normal((2, 2, 9)), requires_grad=True),
+            Tensor(rng.standard_normal((3, 2, 3)), requires_grad=True))
     assert gradgradcheck(lambda x, w: S.conv1d(x, w, stride=2, padding=1, dilation=2), x, w)
 
 
 def test_third_derivative_through_a_convolution():
     """Gradients of gradients of gradients: every level is again a graph of convolutions."""
     rng = np.random.default_rng(5)
-    x, w = Tensor(rng.standard_normal((1, 2, 5, 5)), requires_grad=True), Tensor(rng.standard_normal((2, 2, 3, 3)), requires_grad=True)
+    x, w = (Tensor(rng.standard_normal((1, 2, 5, 5)), requires_grad=True),
+            Tensor(rng.standard_normal((2, 2, 3, 3)), requires_grad=True))
 
     def f(x, w):
         gx, gw = S.grad((S.conv2d(x, w, stride=2, padding=1) ** 2).sum(), [x, w], create_graph=True)
@@ -295,7 +299,8 @@ def test_third_derivative_through_a_convolution():
 
 def test_derived_backward_on_tensors_is_differentiable():
     rng = np.random.default_rng(6)
-    x, w = Tensor(rng.standard_normal((1, 4, 5, 4)), requires_grad=True), Tensor(rng.standard_normal((4, 2, 3, 2)), requires_grad=True)
+    x, w = (Tensor(rng.standard_normal((1, 4, 5, 4)), requires_grad=True),
+            Tensor(rng.standard_normal((4, 2, 3, 2)), requires_grad=True))
     params = dict(stride=2, padding=(0, 1), groups=2)
 
     def f(x, w):
@@ -309,7 +314,8 @@ def test_derived_backward_on_tensors_is_differentiable():
 # The derived form's pieces: inverses and adjoints
 # --------------------------------------------------------------------------------------------
 @settings(deadline=None)
-@given(st.integers(1, 5), st.integers(1, 5), st.integers(1, 3), st.integers(1, 3), st.integers(0, 2), st.integers(0, 2), SEEDS)
+@given(st.integers(1, 5), st.integers(1, 5), st.integers(1, 3), st.integers(1, 3), st.integers(0, 2), st.integers(0, 2),
+       SEEDS)
 def test_dilate_erode_inverse_and_adjoint(h, w, sh, sw, extra_h, extra_w, seed):
     rng = np.random.default_rng(seed)
     x = rng.standard_normal((2, 3, h, w))
@@ -330,13 +336,14 @@ def test_dilate_inserts_stride_minus_one_zeros():
 
 
 @settings(deadline=None)
-@given(st.integers(1, 4), st.integers(1, 4), st.integers(0, 2), st.integers(0, 2), st.integers(0, 2), st.integers(0, 2), SEEDS)
-def test_pad_unpad_inverse_and_adjoint(h, w, t, b, l, r, seed):
+@given(st.integers(1, 4), st.integers(1, 4), st.integers(0, 2), st.integers(0, 2), st.integers(0, 2), st.integers(0, 2),
+       SEEDS)
+def test_pad_unpad_inverse_and_adjoint(h, w, top, bottom, left, right, seed):
     rng = np.random.default_rng(seed)
     x = rng.standard_normal((1, 2, h, w))
-    padding = ((t, b), (l, r))
+    padding = ((top, bottom), (left, right))
     y = pad2d(x, padding)
-    assert y.shape == (1, 2, h + t + b, w + l + r)
+    assert y.shape == (1, 2, h + top + bottom, w + left + right)
     assert_close(unpad2d(y, padding), x)
     c = rng.standard_normal(y.shape)
     assert np.isclose(np.sum(y * c), np.sum(x * unpad2d(c, padding)))
@@ -371,7 +378,8 @@ def test_float32_stays_float32_through_forward_and_backward():
     assert z.dtype == np.float32
     z.backward(np.ones(z.shape, dtype=np.float32))
     assert (x.grad.dtype, w.grad.dtype, b.grad.dtype) == (np.float32,) * 3
-    ref = naive_conv2d(x.data.astype(np.float64), w.data.astype(np.float64), b.data.astype(np.float64), stride=2, padding=1, groups=2)
+    ref = naive_conv2d(x.data.astype(np.float64), w.data.astype(np.float64), b.data.astype(np.float64),
+                       stride=2, padding=1, groups=2)
     assert_close(z, ref, rtol=1e-5, atol=1e-5)
 
 
@@ -419,7 +427,8 @@ def test_weight_gradient_without_input_gradient_and_vice_versa():
 
 def test_backward_twice_with_retain_graph():
     rng = np.random.default_rng(13)
-    x, w = Tensor(rng.standard_normal((1, 2, 5, 5)), requires_grad=True), Tensor(rng.standard_normal((2, 2, 3, 3)), requires_grad=True)
+    x, w = (Tensor(rng.standard_normal((1, 2, 5, 5)), requires_grad=True),
+            Tensor(rng.standard_normal((2, 2, 3, 3)), requires_grad=True))
     z = S.conv2d(x, w, padding=1).sum()
     z.backward(retain_graph=True)
     first = w.grad.data.copy()
@@ -444,24 +453,33 @@ def test_backward_twice_with_retain_graph():
          r"conv2d: groups=2 does not divide the 3 input channels \(input shape \(1, 3, 8, 8\)\)"),
         (lambda: S.conv2d(np.zeros((1, 4, 8, 8)), np.zeros((5, 2, 3, 3)), groups=2),
          r"conv2d: groups=2 does not divide the 5 output channels \(weight shape \(5, 2, 3, 3\)\)"),
-        (lambda: S.conv2d(np.zeros((1, 4, 8, 8)), np.zeros((4, 4, 3, 3)), groups=0), r"conv2d: groups must be a positive int"),
+        (lambda: S.conv2d(np.zeros((1, 4, 8, 8)), np.zeros((4, 4, 3, 3)), groups=0),
+         r"conv2d: groups must be a positive int"),
         (lambda: S.conv2d(np.zeros((1, 1, 4, 4)), np.zeros((1, 1, 5, 5))),
          r"conv2d: kernel \(5, 5\) is larger than the padded input \(4, 4\) \(input \(4, 4\), padding"),
         (lambda: S.conv2d(np.zeros((1, 1, 4, 4)), np.zeros((1, 1, 3, 3)), dilation=2),
          r"conv2d: kernel \(3, 3\) with dilation \(2, 2\) spans \(5, 5\), larger than the padded input \(4, 4\)"),
-        (lambda: S.conv2d(np.zeros((1, 1, 4, 4)), np.zeros((1, 1, 3, 3)), stride=0), r"conv2d: stride must be positive, got 0"),
-        (lambda: S.conv2d(np.zeros((1, 1, 4, 4)), np.zeros((1, 1, 3, 3)), stride=(1, -2)), r"conv2d: stride must be positive"),
-        (lambda: S.conv2d(np.zeros((1, 1, 4, 4)), np.zeros((1, 1, 3, 3)), dilation=0), r"conv2d: dilation must be positive, got 0"),
+        (lambda: S.conv2d(np.zeros((1, 1, 4, 4)), np.zeros((1, 1, 3, 3)), stride=0),
+         r"conv2d: stride must be positive, got 0"),
+        (lambda: S.conv2d(np.zeros((1, 1, 4, 4)), np.zeros((1, 1, 3, 3)), stride=(1, -2)),
+         r"conv2d: stride must be positive"),
+        (lambda: S.conv2d(np.zeros((1, 1, 4, 4)), np.zeros((1, 1, 3, 3)), dilation=0),
+         r"conv2d: dilation must be positive, got 0"),
         (lambda: S.conv2d(np.zeros((1, 1, 4, 4)), np.zeros((1, 1, 3, 3)), padding=-1), r"conv2d: padding must be >= 0"),
         (lambda: S.conv2d(np.zeros((1, 1, 8, 8)), np.zeros((1, 1, 3, 3)), stride=2, padding="same"),
          r"conv2d: padding='same' needs stride 1, got stride 2"),
-        (lambda: S.conv2d(np.zeros((1, 1, 8, 8)), np.zeros((1, 1, 3, 3)), padding="full"), r"conv2d: padding must be 'same', 'valid'"),
+        (lambda: S.conv2d(np.zeros((1, 1, 8, 8)), np.zeros((1, 1, 3, 3)), padding="full"),
+         r"conv2d: padding must be 'same', 'valid'"),
         (lambda: S.conv2d(np.zeros((1, 1, 8, 8)), np.zeros((2, 1, 3, 3)), np.zeros(3)),
          r"conv2d: bias has shape \(3,\) but the weight \(2, 1, 3, 3\) has 2 output channels"),
-        (lambda: S.conv1d(np.zeros((2, 3, 8, 8)), np.zeros((4, 3, 3))), r"conv1d: expected a 3-D input \(N, C, L\), got shape \(2, 3, 8, 8\)"),
-        (lambda: S.conv1d(np.zeros((2, 3, 8)), np.zeros((4, 2, 3))), r"conv1d: input has 3 channels but weight expects 2 \(weight shape \(4, 2, 3\)\)"),
-        (lambda: S.conv1d(np.zeros((2, 3, 2)), np.zeros((4, 3, 3))), r"conv1d: kernel \(3,\) is larger than the padded input \(2,\)"),
-        (lambda: S.conv1d(np.zeros((2, 3, 8)), np.zeros((4, 3, 3)), stride=2, padding="same"), r"conv1d: padding='same' needs stride 1"),
+        (lambda: S.conv1d(np.zeros((2, 3, 8, 8)), np.zeros((4, 3, 3))),
+         r"conv1d: expected a 3-D input \(N, C, L\), got shape \(2, 3, 8, 8\)"),
+        (lambda: S.conv1d(np.zeros((2, 3, 8)), np.zeros((4, 2, 3))),
+         r"conv1d: input has 3 channels but weight expects 2 \(weight shape \(4, 2, 3\)\)"),
+        (lambda: S.conv1d(np.zeros((2, 3, 2)), np.zeros((4, 3, 3))),
+         r"conv1d: kernel \(3,\) is larger than the padded input \(2,\)"),
+        (lambda: S.conv1d(np.zeros((2, 3, 8)), np.zeros((4, 3, 3)), stride=2, padding="same"),
+         r"conv1d: padding='same' needs stride 1"),
     ],
 )
 def test_errors_name_the_op_the_shapes_and_the_fix(call, message):
@@ -477,5 +495,6 @@ def test_parameter_type_errors():
 
 
 def test_derived_backward_checks_the_gradient_shape():
-    with pytest.raises(ValueError, match=r"conv2d_backward_derived: grad_out has shape \(1, 1, 3, 3\), but the convolution's output has shape \(1, 1, 2, 2\)"):
+    with pytest.raises(ValueError, match=r"conv2d_backward_derived: grad_out has shape \(1, 1, 3, 3\), "
+                                         r"but the convolution's output has shape \(1, 1, 2, 2\)"):
         conv2d_backward_derived(np.zeros((1, 1, 4, 4)), np.zeros((1, 1, 3, 3)), np.zeros((1, 1, 3, 3)))

@@ -198,13 +198,13 @@ def run_program(program, last, *leaves):
     nodes = list(leaves)
     for op, i, j in program:
         a, b = nodes[i], nodes[j]
-        nodes.append({"mean": lambda: (a + b) * 0.5, "mul": lambda: a * b, "tanh": a.tanh, "neg": lambda: -a,
-                      "detach": a.detach}[op]())
+        nodes.append({"mean": lambda a=a, b=b: (a + b) * 0.5, "mul": lambda a=a, b=b: a * b, "tanh": a.tanh,
+                      "neg": lambda a=a: -a, "detach": a.detach}[op]())
     return nodes[-1] + nodes[last] + nodes[0]  # the root always depends on leaf 0
 
 
 def leaves_of(values, requires):
-    return [Tensor(np.array([v]), requires_grad=r) for v, r in zip(values, requires)]
+    return [Tensor(np.array([v]), requires_grad=r) for v, r in zip(values, requires, strict=True)]
 
 
 def reachable(root: Tensor) -> set[int]:
@@ -408,7 +408,7 @@ class TestGradMode:
     def test_mode_restored_after_an_exception(self):
         with pytest.raises(ZeroDivisionError):
             with no_grad():
-                1 / 0
+                1 / 0  # noqa: B018 (evaluated only to raise ZeroDivisionError inside no_grad)
         assert is_grad_enabled()
 
     def test_set_grad_enabled(self):

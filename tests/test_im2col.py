@@ -21,7 +21,7 @@ def geometries(draw):
     stride = (draw(st.integers(1, 3)), draw(st.integers(1, 3)))
     padding = (draw(st.integers(0, 2)), draw(st.integers(0, 2)))
     dilation = (draw(st.integers(1, 3)), draw(st.integers(1, 3)))
-    extent = [d * (k - 1) + 1 for k, d in zip(kernel, dilation)]
+    extent = [d * (k - 1) + 1 for k, d in zip(kernel, dilation, strict=True)]
     H = max(1, extent[0] - 2 * padding[0]) + draw(st.integers(0, 4))
     W = max(1, extent[1] - 2 * padding[1]) + draw(st.integers(0, 4))
     x_shape = (draw(st.integers(1, 2)), draw(st.integers(1, 3)), H, W)
@@ -70,7 +70,8 @@ def test_column_layout_is_one_column_per_output_pixel():
     cols = im2col(x, 2)
     assert cols.shape == (2 * 2 * 2, 2 * 2 * 2)  # (C*KH*KW, N*OH*OW)
     # column of image 1, output pixel (0, 1): channel 0's window, then channel 1's
-    np.testing.assert_array_equal(cols[:, 1 * 4 + 0 * 2 + 1], np.r_[x[1, 0, 0:2, 1:3].ravel(), x[1, 1, 0:2, 1:3].ravel()])
+    np.testing.assert_array_equal(cols[:, 1 * 4 + 0 * 2 + 1],
+                                  np.r_[x[1, 0, 0:2, 1:3].ravel(), x[1, 1, 0:2, 1:3].ravel()])
     w = np.random.default_rng(0).standard_normal((3, 2, 2, 2))
     z = (w.reshape(3, -1) @ cols).reshape(3, 2, 2, 2).transpose(1, 0, 2, 3)
     expected = np.einsum("kcij,ncij->nk", w, x[:, :, 1:3, 0:2])  # output pixel (1, 0)
@@ -110,12 +111,14 @@ def test_float32_stays_float32():
     "call, message",
     [
         (lambda: im2col(np.zeros((3, 4, 4)), 2), r"im2col: expected a 4-D \(N, C, H, W\) shape, got \(3, 4, 4\)"),
-        (lambda: im2col(np.zeros((1, 1, 4, 4)), 5), r"im2col: kernel \(5, 5\) .* larger than the padded input \(4, 4\)"),
+        (lambda: im2col(np.zeros((1, 1, 4, 4)), 5),
+         r"im2col: kernel \(5, 5\) .* larger than the padded input \(4, 4\)"),
         (lambda: im2col(np.zeros((1, 1, 4, 4)), 3, dilation=2), r"spans \(5, 5\), larger than the padded input"),
         (lambda: im2col(np.zeros((1, 1, 4, 4)), 2, stride=0), r"im2col: stride must be positive, got 0"),
         (lambda: im2col(np.zeros((1, 1, 4, 4)), 2, dilation=(1, -1)), r"im2col: dilation must be positive"),
         (lambda: im2col(np.zeros((1, 1, 4, 4)), 2, padding=-1), r"im2col: padding must be >= 0"),
-        (lambda: col2im(np.zeros((4, 9)), (1, 1, 4), 2), r"col2im: expected a 4-D \(N, C, H, W\) shape, got \(1, 1, 4\)"),
+        (lambda: col2im(np.zeros((4, 9)), (1, 1, 4), 2),
+         r"col2im: expected a 4-D \(N, C, H, W\) shape, got \(1, 1, 4\)"),
         (lambda: col2im(np.zeros((4, 9)), (1, 1, 2, 2), 3), r"col2im: kernel \(3, 3\) .* larger than the padded input"),
     ],
 )

@@ -215,7 +215,8 @@ def test_load_state_dict_strict_errors_name_the_keys_and_shapes():
 
     sd = net.state_dict()
     sd["body.2.weight"] = np.zeros((3, 2))
-    with pytest.raises(RuntimeError, match=r"shape mismatch for 'body.2.weight': checkpoint has \(3, 2\), this model has \(2, 3\)"):
+    with pytest.raises(RuntimeError,
+                       match=r"shape mismatch for 'body.2.weight': checkpoint has \(3, 2\), this model has \(2, 3\)"):
         net.load_state_dict(sd, strict=False)
 
 
@@ -232,7 +233,8 @@ def test_a_failed_load_changes_nothing_and_a_broadcastable_shape_is_still_a_mism
     before = {k: v.copy() for k, v in net.state_dict().items()}
     sd = Net(seed=1).state_dict()
     sd["fc1.bias"] = np.ones(1, dtype=np.float32)  # NumPy would broadcast it into the (3,) bias
-    with pytest.raises(RuntimeError, match=r"shape mismatch for 'fc1.bias': checkpoint has \(1,\), this model has \(3,\)"):
+    with pytest.raises(RuntimeError,
+                       match=r"shape mismatch for 'fc1.bias': checkpoint has \(1,\), this model has \(3,\)"):
         net.load_state_dict(sd)
     assert all(np.array_equal(net.state_dict()[k], v) for k, v in before.items())
     sd = Net(seed=1).state_dict()
@@ -480,7 +482,8 @@ def test_batch_norm_eval_mode_uses_the_running_statistics():
     bn.bias.data[:] = [0.5, 0.0]
     bn.eval()
     x = randn(3, 2, 2, 2)
-    expected = (x.data - np.array([1.0, -2.0]).reshape(1, 2, 1, 1)) / np.sqrt(np.array([4.0, 0.25]) + 1e-5).reshape(1, 2, 1, 1)
+    expected = (x.data - np.array([1.0, -2.0]).reshape(1, 2, 1, 1)) / \
+        np.sqrt(np.array([4.0, 0.25]) + 1e-5).reshape(1, 2, 1, 1)
     expected = expected * np.array([2.0, 1.0]).reshape(1, 2, 1, 1) + np.array([0.5, 0.0]).reshape(1, 2, 1, 1)
     assert_close(bn(x), expected)
     assert int(bn.num_batches_tracked) == 0  # eval leaves the statistics alone
@@ -500,7 +503,8 @@ def test_batch_norm_momentum_none_is_a_cumulative_average_and_untracked_uses_bat
 
 
 def test_batch_norm_errors_name_the_shapes():
-    with pytest.raises(ValueError, match=r"BatchNorm2d: expected input of shape \(N, C, H, W\) with C = num_features = 3, got shape \(2, 4, 5, 5\)"):
+    with pytest.raises(ValueError, match=r"BatchNorm2d: expected input of shape \(N, C, H, W\) "
+                                         r"with C = num_features = 3, got shape \(2, 4, 5, 5\)"):
         nn.BatchNorm2d(3)(randn(2, 4, 5, 5))
     with pytest.raises(ValueError, match=r"BatchNorm1d: expected input of shape \(N, C\) or \(N, C, L\)"):
         nn.BatchNorm1d(3)(randn(2, 3, 4, 4))
@@ -517,7 +521,7 @@ def test_a_whole_model_gradchecks_in_float64():
     params = list(model.parameters())
 
     def fn(x, *ps):
-        for (owner, name), p in zip(owners, ps):
+        for (owner, name), p in zip(owners, ps, strict=True):
             setattr(owner, name, p)
         return F.cross_entropy(model(x), np.array([0, 2, 1]))
 
@@ -564,7 +568,8 @@ def test_label_smoothing_mixes_in_the_uniform_target():
 
 
 def test_cross_entropy_is_stable_at_huge_logits():
-    logits = Tensor(np.array([[1000.0, 0.0, -1000.0], [0.0, 1000.0, 1000.0], [-1000.0, -1000.0, -1000.0]]), requires_grad=True)
+    logits = Tensor(np.array([[1000.0, 0.0, -1000.0], [0.0, 1000.0, 1000.0], [-1000.0, -1000.0, -1000.0]]),
+                    requires_grad=True)
     target = np.array([2, 1, 0])
     loss = F.cross_entropy(logits, target, reduction="none")
     assert_close(loss, [2000.0, math.log(2.0), math.log(3.0)])

@@ -290,7 +290,8 @@ def test_reshape(shape, seed, data):
 
 
 def test_reshape_error():
-    with pytest.raises(ValueError, match=r"reshape: cannot reshape a tensor of shape \(2, 3\) \(6 elements\) into \(4, 2\)"):
+    with pytest.raises(ValueError,
+                       match=r"reshape: cannot reshape a tensor of shape \(2, 3\) \(6 elements\) into \(4, 2\)"):
         Tensor(np.ones((2, 3))).reshape(4, 2)
 
 
@@ -310,7 +311,8 @@ def test_transpose_with_numpy_axes(shape, seed, data):
 
 @pytest.mark.parametrize("axes", [(0, 0, 1), (0, 1), (0, 1, 3), (0, 1, -4), (0, 1, 2.0)])
 def test_transpose_rejects_what_is_not_a_permutation(axes):
-    with pytest.raises(ValueError, match=r"transpose: axes .* are not a permutation of the 3 axes of shape \(2, 3, 4\)"):
+    with pytest.raises(ValueError,
+                       match=r"transpose: axes .* are not a permutation of the 3 axes of shape \(2, 3, 4\)"):
         Tensor(np.ones((2, 3, 4))).transpose(axes)
 
 
@@ -396,7 +398,8 @@ def test_pad(shape, seed, data):
 
 
 def test_pad_errors():
-    with pytest.raises(ValueError, match=r"pad: pad_width \(\(1, 1\), \(1, 1\), \(1, 1\)\) does not fit a tensor of shape \(2, 3\)"):
+    with pytest.raises(ValueError, match=r"pad: pad_width \(\(1, 1\), \(1, 1\), \(1, 1\)\) "
+                                         r"does not fit a tensor of shape \(2, 3\)"):
         S.pad(Tensor(np.ones((2, 3))), ((1, 1), (1, 1), (1, 1)))
     with pytest.raises(ValueError, match="pad: negative pad_width"):
         S.pad(Tensor(np.ones((2, 3))), -1)
@@ -458,7 +461,8 @@ def test_basic_indexing(shape, seed, data):
 @given(shape=nonscalar_shapes, seed=seeds, data=st.data())
 def test_integer_array_indexing_with_repeats(shape, seed, data):
     x = leaf(uniform(np.random.default_rng(seed), shape))
-    index = data.draw(hnp.integer_array_indices(shape, result_shape=hnp.array_shapes(min_dims=1, max_dims=2, max_side=4)))
+    index = data.draw(hnp.integer_array_indices(shape,
+                                                result_shape=hnp.array_shapes(min_dims=1, max_dims=2, max_side=4)))
     assert_close(x[index], x.data[index])
     check_linear(lambda t: t[index], x)
     # Every selected element receives one unit of gradient per time it was selected.
@@ -482,7 +486,7 @@ def test_mixed_advanced_and_basic_indexing():
     for index in [(slice(None), [2, 0, 2]), (0, [1, 1], slice(1, 3)), (Ellipsis, [3, 3]),
                   ([1, 0], slice(None), [0, 3]), (np.array([[0], [1]]), [1, 2])]:
         assert_close(x[index], x.data[index])
-        gradcheck(lambda t: t[index], x)
+        gradcheck(lambda t, index=index: t[index], x)
     idx = Tensor(np.array([1, 1]))  # an index may be a Tensor of ints
     assert_close(x[idx], x.data[[1, 1]])
 

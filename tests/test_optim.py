@@ -71,7 +71,7 @@ def adam_reference(lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0, decoupled
     dict(lr=0.05, momentum=0.8, nesterov=True, weight_decay=0.1),
 ])
 def test_sgd_follows_pytorchs_rule(kwargs):
-    for got, want in zip(run_steps(lambda ps: optim.SGD(ps, **kwargs)), sgd_reference(**kwargs)):
+    for got, want in zip(run_steps(lambda ps: optim.SGD(ps, **kwargs)), sgd_reference(**kwargs), strict=True):
         assert_close(got, want, rtol=1e-13, atol=1e-15)
 
 
@@ -92,7 +92,7 @@ def test_sgd_momentum_by_hand():
     dict(lr=1e-2, weight_decay=0.1),
 ])
 def test_adam_follows_pytorchs_rule(kwargs):
-    for got, want in zip(run_steps(lambda ps: optim.Adam(ps, **kwargs)), adam_reference(**kwargs)):
+    for got, want in zip(run_steps(lambda ps: optim.Adam(ps, **kwargs)), adam_reference(**kwargs), strict=True):
         assert_close(got, want, rtol=1e-12, atol=1e-14)
 
 
@@ -105,7 +105,7 @@ def test_adam_first_step_moves_each_weight_by_about_lr():
 @pytest.mark.parametrize("kwargs", [dict(lr=1e-2), dict(lr=1e-1, weight_decay=0.5, betas=(0.5, 0.9))])
 def test_adamw_decays_the_weights_directly(kwargs):
     expected = adam_reference(decoupled=True, **{"weight_decay": 1e-2, **kwargs})
-    for got, want in zip(run_steps(lambda ps: optim.AdamW(ps, **kwargs)), expected):
+    for got, want in zip(run_steps(lambda ps: optim.AdamW(ps, **kwargs)), expected, strict=True):
         assert_close(got, want, rtol=1e-12, atol=1e-14)
     assert optim.AdamW([nn.Parameter(np.zeros(1))]).defaults["weight_decay"] == 1e-2
 
@@ -139,13 +139,14 @@ def test_step_never_writes_into_a_gradient_nor_keeps_it(make):
         p.grad = Tensor(g)
         assert p.grad.data is g
         opt.step()
-    assert all(np.array_equal(a, g) for a, g in zip(arrays, GRADS))
+    assert all(np.array_equal(a, g) for a, g in zip(arrays, GRADS, strict=True))
     state = opt.state[p]
     assert not any(isinstance(v, np.ndarray) and any(np.shares_memory(v, a) for a in arrays) for v in state.values())
 
 
 def test_float32_parameters_stay_float32():
-    for make in (lambda ps: optim.SGD(ps, lr=0.1, momentum=0.9, weight_decay=1e-3), lambda ps: optim.Adam(ps), lambda ps: optim.AdamW(ps)):
+    for make in (lambda ps: optim.SGD(ps, lr=0.1, momentum=0.9, weight_decay=1e-3), lambda ps: optim.Adam(ps),
+                 lambda ps: optim.AdamW(ps)):
         values = run_steps(make, dtype=np.float32)
         assert all(v.dtype == np.float32 for v in values)
 

@@ -158,7 +158,7 @@ def test_fully_connected_regression_learns():
         w.data -= lr * w.grad.data
         b.data -= lr * b.grad.data
         history.append(loss.item())
-    assert all(later <= earlier for earlier, later in zip(history, history[1:])), "the loss went up"
+    assert all(later <= earlier for earlier, later in zip(history, history[1:], strict=False)), "the loss went up"
     assert history[-1] < 1e-3 * history[0]
     assert_close(w, w_true, atol=0.02)
     assert_close(b, b_true, atol=0.02)
@@ -181,6 +181,6 @@ def test_fully_connected_outputs_driven_to_zero():
         w.zero_grad()
         b.zero_grad()
     assert w.grad is None and w.data.dtype == np.float32
-    decreasing = sum(later < earlier for earlier, later in zip(history, history[1:]))
+    decreasing = sum(later < earlier for earlier, later in zip(history, history[1:], strict=False))
     assert decreasing >= 95  # monotone, give or take float32 rounding at the end
     assert history[-1] < 0.01 * history[0]
