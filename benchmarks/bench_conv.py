@@ -96,7 +96,7 @@ def conv_case(shape, dtype, args) -> dict[str, tuple[float, int]]:
             return xt.grad, wt.grad, bt.grad
 
         sides.update(torch_fwd=torch_fwd, torch_fb=torch_fwd_bwd)
-    times = fair.compare(sides, args.rounds, args.calls, thread_choices=args.thread_choices)
+    times = fair.compare(sides, args.rounds, args.calls, thread_choices=args.thread_choices, clock=args.clock)
     times["flops"] = (2.0 * N * K * OH * OW * C * KH * KW, 0)
     return times
 
@@ -121,7 +121,7 @@ def pool_case(dtype, args) -> dict[str, tuple[float, int]]:
             return xt.grad
 
         sides["torch"] = theirs
-    return fair.compare(sides, args.rounds, args.calls, thread_choices=args.thread_choices)
+    return fair.compare(sides, args.rounds, args.calls, thread_choices=args.thread_choices, clock=args.clock)
 
 
 # --------------------------------------------------------------------------------------------
@@ -142,12 +142,14 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=5, help="timed calls per block")
     parser.add_argument("--dtype", choices=["float32", "float64", "both"], default="both")
     parser.add_argument("--threads", type=int, help="only this thread count (default: the best of 1 and 2)")
+    parser.add_argument("--clock", choices=sorted(fair.CLOCKS), default="wall",
+                        help="cpu: process CPU time at 1 thread (steadier on a loaded machine)")
     args = parser.parse_args()
     args.thread_choices = (args.threads,) if args.threads else fair.THREAD_CHOICES
     dtypes = [np.float32, np.float64] if args.dtype == "both" else [np.dtype(args.dtype).type]
     print(f"conv2d benchmark: Python {platform.python_version()}, NumPy {np.__version__}, "
           f"PyTorch {torch.__version__ if torch is not None else 'not installed (engine only)'}")
-    print(f"method: {fair.method(args.rounds, args.calls)}; {fair.load()}")
+    print(f"method: {fair.method(args.rounds, args.calls, args.clock)}; {fair.load()}")
     print("times in ms; GF/s = GFLOP/s; thr = the thread count a side was fastest with; "
           "ratio = engine time / PyTorch time\n")
     summary = []
@@ -188,7 +190,8 @@ def main() -> None:
                      f"ratio {pool['ours'][0] / pool['torch'][0]:.2f}")
         print(line + f"; {fair.load()}\n")
     if summary:
-        print(f"summary (engine / PyTorch, geometric mean over shapes; {fair.method(args.rounds, args.calls)}):")
+        how = fair.method(args.rounds, args.calls, args.clock)
+        print(f"summary (engine / PyTorch, geometric mean over shapes; {how}):")
         for name, gf, gfb in summary:
             print(f"  conv2d {name}: forward {gf:.2f}x, forward+backward {gfb:.2f}x")
     else:

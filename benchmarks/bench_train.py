@@ -100,6 +100,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--calls", type=int, default=20, help="timed steps per block")
     parser.add_argument("--profile", action="store_true", help="also print a cProfile of the engine's step")
+    parser.add_argument("--clock", choices=sorted(fair.CLOCKS), default="wall",
+                        help="cpu: process CPU time at 1 thread (steadier on a loaded machine)")
     args = parser.parse_args()
     images, labels = batch()
     model, ours = engine_step(images, labels)
@@ -109,8 +111,8 @@ def main() -> None:
     who = f"Python {platform.python_version()}, NumPy {np.__version__}, "
     who += f"PyTorch {torch.__version__}" if torch is not None else "PyTorch not installed (engine only)"
     print(f"digits CNN training step (make_cnn, batch {BATCH}, float32, Adam), {who}")
-    print(f"method: {fair.method(args.rounds, args.calls)}; {fair.load()}")
-    best = fair.compare(sides, rounds=args.rounds, calls=args.calls, warmup=5)
+    print(f"method: {fair.method(args.rounds, args.calls, args.clock)}; {fair.load()}")
+    best = fair.compare(sides, rounds=args.rounds, calls=args.calls, warmup=5, clock=args.clock)
     line = f"  engine {best['engine'][0] * 1e3:7.2f} ms ({best['engine'][1]} thr)"
     if torch is not None:
         line += (f" | PyTorch {best['torch'][0] * 1e3:7.2f} ms ({best['torch'][1]} thr)"

@@ -14,6 +14,9 @@ Used by every benchmark here and by `book/_code/measure_torch.py`. The method, a
 - **Rounds**: the whole set of blocks runs `rounds` times (the sides take turns), and each time
   is the minimum over all its calls in all rounds, the measurement least disturbed by whatever
   else the machine runs. The load average is printed with every table.
+- `clock="cpu"` (`--clock cpu` in the benchmarks) measures this process's CPU time instead, at
+  one thread for every side: time spent waiting for a core that another process holds is not
+  counted, so on a loaded shared machine the ratio stays meaningful where wall times are not.
 """
 from __future__ import annotations
 
@@ -39,9 +42,15 @@ CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (o
 THREAD_CHOICES = tuple(sorted({1, min(2, CORES)}))
 
 
-def method(rounds: int, calls: int) -> str:
-    return (f"blocks of {calls} calls per side (never interleaved) after warm-up, each side at its best of "
-            f"{'/'.join(map(str, THREAD_CHOICES))} threads, minimum over {rounds} rounds")
+CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
+
+
+def method(rounds: int, calls: int, clock: str = "wall") -> str:
+    if clock == "cpu":
+        return (f"blocks of {calls} calls per side (never interleaved) after warm-up, process CPU time at 1 thread "
+                f"each, minimum over {rounds} rounds")
+    return (f"blocks of {calls} calls per side (never interleaved) after warm-up, wall clock, each side at its "
+            f"best of {'/'.join(map(str, THREAD_CHOICES))} threads, minimum over {rounds} rounds")
 
 
 def load() -> str:
@@ -69,28 +78,31 @@ def threads(n: int) -> Iterator[None]:
             torch.set_num_threads(was_torch)
 
 
-def block(fn: Callable[[], object], calls: int, warmup: int) -> float:
+def block(fn: Callable[[], object], calls: int, warmup: int, clock: str = "wall") -> float:
     """The fastest of `calls` calls of fn in a row, after `warmup` untimed ones (seconds)."""
+    now = CLOCKS[clock]
     for _ in range(warmup):
         fn()
     gc.collect()
     best = float("inf")
     for _ in range(calls):
-        t = time.perf_counter()
+        t = now()
         fn()
-        best = min(best, time.perf_counter() - t)
+        best = min(best, now() - t)
     return best
 
 
 def compare(sides: dict[str, Callable[[], object]], rounds: int = 3, calls: int = 5, warmup: int = 2,
-            thread_choices: tuple[int, ...] = THREAD_CHOICES) -> dict[str, tuple[float, int]]:
+            thread_choices: tuple[int, ...] = THREAD_CHOICES, clock: str = "wall") -> dict[str, tuple[float, int]]:
     """{side: (best seconds, the thread count it was reached with)}, by the method above."""
+    if clock == "cpu":
+        thread_choices = (1,)  # CPU time of several threads adds up: compare one thread each
     best = {name: (float("inf"), 0) for name in sides}
     for _ in range(rounds):
         for name, fn in sides.items():
             for n in thread_choices:
                 with threads(n):
-                    t = block(fn, calls, warmup)
+                    t = block(fn, calls, warmup, clock)
                 if t < best[name][0]:
                     best[name] = (t, n)
     return best
