@@ -20,12 +20,12 @@ import subprocess
 import sys
 from html.parser import HTMLParser
 from pathlib import Path
-from urllib.parse import unquote, urljoin, urlsplit
+from urllib.parse import quote, unquote, urljoin, urlsplit
 
 import pytest
 import yaml
-
 from browser import Chromium, ChromiumMissing, Page, serve
+from bs4 import BeautifulSoup  # pydata-sphinx-theme, which the book is built with, needs it too
 
 ROOT = Path(__file__).resolve().parents[1]
 SCREENSHOTS = ROOT / "_build" / "screenshots"
@@ -37,6 +37,61 @@ MARKERS = ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN T
 # TeX that MathJax should have replaced: a command (\frac, \partial), a \( \) \[ \] delimiter,
 # $$, or $...$ around something TeX-like (a backslash, ^, _ or a brace).
 RAW_TEX = re.compile(r"\\[A-Za-z]+|\\[()\[\]]|\$\$|\$[^$\n]*[\\^_{}][^$\n]*\$")
+
+# The widths the layout is checked at: a laptop, and a phone held upright.
+WIDE, NARROW = 1280, 400
+
+# Runs in every rendered page: what is wider than the article's column. An element "sticks out"
+# when its right edge passes the column's, and "is clipped" when it passes the edge of an
+# ancestor that hides its overflow (text cut off without a trace). Inside a scroll container
+# (overflow-x auto or scroll) nothing is lost, the reader scrolls: those only go to `scrolls`, with
+# their kind, for the test to judge (an error message must wrap; display math may scroll only
+# on a narrow screen).
+OVERFLOW = """(() => {
+    const article = document.querySelector("article.bd-article");
+    if (!article) return {wide: ["the page has no <article class=bd-article>"], scrolls: []};
+    const column = article.getBoundingClientRect();
+    const SLACK = 1;  // px of sub-pixel rounding
+    const describe = (el, why) => {
+        const r = el.getBoundingClientRect();
+        const cls = (typeof el.className === "string" ? el.className : "").trim().split(/\\s+/).slice(0, 3).join(".");
+        const text = (el.textContent || "").replace(/\\s+/g, " ").trim().slice(0, 60);
+        return `<${el.tagName.toLowerCase()}${cls ? "." + cls : ""}> ${why}: ${Math.round(r.width)}px wide, `
+             + `scrollWidth ${el.scrollWidth}px, right edge at ${Math.round(r.right)}px: "${text}"`;
+    };
+    const kind = el => el.closest(".output.traceback, .output.stderr, .output.error") ? "error"
+        : el.closest(".math, mjx-container") ? "math" : "other";
+    const wide = [], scrolls = [];
+    const walk = (el, bound, owner) => {
+        for (const child of el.children) {
+            // MathJax's invisible copy of each formula, for screen readers
+            if (child.tagName.toLowerCase() === "mjx-assistive-mml") continue;
+            const style = getComputedStyle(child);
+            if (style.display === "none" || style.visibility === "hidden" || style.position === "fixed") continue;
+            const r = child.getBoundingClientRect();
+            if (r.width > 0 && r.right > bound + SLACK) {
+                wide.push(describe(child, owner ? `is clipped by ${owner}`
+                    : `sticks out of the column (${Math.round(column.left)}-${Math.round(column.right)}px)`));
+                continue;  // its descendants stick out with it: one report is enough
+            }
+            if (["auto", "scroll"].includes(style.overflowX)) {
+                if (child.scrollWidth > child.clientWidth + SLACK) {
+                    scrolls.push([kind(child), describe(child, "scrolls sideways")]);
+                }
+                continue;
+            }
+            const clips = ["hidden", "clip"].includes(style.overflowX);
+            walk(child, clips ? Math.min(bound, r.right) : bound,
+                 clips ? describe(child, "").split(":")[0] + " (overflow-x " + style.overflowX + ")" : owner);
+        }
+    };
+    walk(article, column.right, "");
+    if (document.documentElement.scrollWidth > window.innerWidth + SLACK) {
+        wide.push(`the whole page scrolls sideways: ${document.documentElement.scrollWidth}px `
+                  + `in a ${window.innerWidth}px window`);
+    }
+    return {wide, scrolls};
+})()"""
 
 pytestmark = pytest.mark.xdist_group("book")
 
@@ -59,6 +114,7 @@ def toc_pages() -> list[str]:
 
 
 PAGES = toc_pages()
+CHAPTERS = [name for name in PAGES if Path(name).name[:2].isdigit()]
 
 
 class Scan(HTMLParser):
@@ -197,9 +253,8 @@ def test_every_toc_page_is_built(html):
 
 
 def test_every_chapter_offers_its_notebook(html):
-    chapters = [name for name in PAGES if Path(name).name[:2].isdigit()]
-    assert chapters
-    for name in chapters:
+    assert CHAPTERS
+    for name in CHAPTERS:
         page = (html / f"{name}.html").read_text()
         link = re.search(r'href="([^"]*_downloads/chapters/[^"]+\.ipynb)"', page)
         assert link, f"{name}: no 'download it as a notebook' link"
@@ -238,7 +293,21 @@ def rendered(html) -> dict[str, Page]:
         pytest.fail(str(missing), pytrace=False)  # fail, never skip: CI must not pass without it
     shutil.rmtree(SCREENSHOTS, ignore_errors=True)  # no stale pictures of pages since removed
     with chromium, serve(html) as base:
-        return {name: chromium.open(base + f"{name}.html", SCREENSHOTS / f"{name.replace('/', '-')}.png")
+        return {name: chromium.open(base + f"{name}.html", SCREENSHOTS / f"{name.replace('/', '-')}.png",
+                                    width=WIDE, probe=OVERFLOW)
+                for name in PAGES}
+
+
+@pytest.fixture(scope="session")
+def rendered_narrow(html) -> dict[str, Page]:
+    """Every TOC page at a phone's width, with what is wider than its column."""
+    try:
+        chromium = Chromium()
+    except ChromiumMissing as missing:
+        pytest.fail(str(missing), pytrace=False)
+    with chromium, serve(html) as base:
+        return {name: chromium.open(base + f"{name}.html", SCREENSHOTS / f"{name.replace('/', '-')}-{NARROW}px.png",
+                                    width=NARROW, probe=OVERFLOW)
                 for name in PAGES}
 
 
@@ -298,3 +367,190 @@ def test_no_request_leaves_the_machine(rendered, name):
     base = urljoin(page.url, "/")
     remote = [url for url in page.requests if not url.startswith((base, "data:", "blob:", "about:"))]
     assert not remote, f"{name}: requests to other hosts: {remote}"
+
+
+@pytest.mark.parametrize("width", [WIDE, NARROW])
+@pytest.mark.parametrize("name", PAGES)
+def test_nothing_is_wider_than_its_column(request, name, width):
+    pages = request.getfixturevalue("rendered" if width == WIDE else "rendered_narrow")
+    found = pages[name].probe
+    problems = list(found["wide"])
+    for kind, element in found["scrolls"]:
+        if kind == "error":
+            problems.append(f"{element} (an error message must wrap: the reader needs all of it)")
+        elif kind == "math" and width == WIDE:
+            problems.append(f"{element} (display math must fit the column at {WIDE} px: split it with "
+                            "aligned and line breaks; scrolling is only the narrow screen's last resort)")
+    assert not problems, f"{name} at {width} px: wider than its column:\n" + "\n".join(problems)
+
+
+def test_the_overflow_check_sees_overflow():
+    # The probe must catch what it is for: content sticking out of the column, content clipped by
+    # an overflow: hidden box, an error message that scrolls, and display math that scrolls.
+    page = """<html><body style="margin:0"><article class="bd-article" style="width:300px">
+      <p id="ok">fits</p>
+      <div style="width:500px">sticks out</div>
+      <div style="overflow:hidden;width:200px"><span style="display:inline-block;width:260px">cut</span></div>
+      <div class="output traceback"><pre style="overflow-x:auto">""" + "x" * 200 + """</pre></div>
+      <div class="math"><div style="overflow-x:auto"><div style="width:400px">math</div></div></div>
+      <pre style="overflow-x:auto">""" + "y" * 200 + """</pre>
+    </article></body></html>"""
+    try:
+        chromium = Chromium()
+    except ChromiumMissing as missing:
+        pytest.fail(str(missing), pytrace=False)
+    with chromium:
+        found = chromium.open("data:text/html," + quote(page), width=WIDE, probe=OVERFLOW).probe
+    assert len(found["wide"]) == 2, found["wide"]
+    assert "sticks out" in found["wide"][0] and "is clipped by" in found["wide"][1], found["wide"]
+    assert sorted(kind for kind, _ in found["scrolls"]) == ["error", "math", "other"], found["scrolls"]
+
+
+# --- the book's structure: every chapter alike, and the back matter --------------------------
+
+def soup(path: Path) -> BeautifulSoup:
+    return BeautifulSoup(path.read_text(encoding="utf-8"), "html.parser")
+
+
+def heading(section) -> str:
+    """A section's title without its number and its "#" anchor link."""
+    title = section.find(["h1", "h2", "h3"])
+    for extra in title.select(".section-number, .headerlink"):
+        extra.extract()
+    return " ".join(title.get_text().split())
+
+
+def top_sections(page: BeautifulSoup) -> dict[str, object]:
+    """The chapter's `##` sections, by title, in order."""
+    chapter = page.select_one("article.bd-article section")
+    return {heading(section): section for section in chapter.find_all("section", recursive=False)}
+
+
+@pytest.mark.parametrize("name", CHAPTERS)
+def test_chapter_opens_with_what_you_will_build(html, name):
+    page = soup(html / f"{name}.html")
+    chapter = page.select_one("article.bd-article section")
+    boxes = [box for box in chapter.find_all("div", class_="admonition", recursive=False)
+             if " ".join(box.select_one(".admonition-title").get_text().split()) == "What you will build"]
+    assert boxes, f"{name}: no 'What you will build' box (a tip admonition) before the first section"
+    box = boxes[0]
+    assert "tip" in box["class"], f"{name}: the 'What you will build' box must have :class: tip"
+    assert len(box.find_all("li")) >= 1, f"{name}: the 'What you will build' box has no bullets"
+    assert re.search(r"\ba\d\d_\w+", box.get_text()), f"{name}: the box must name the assignment (aNN_name)"
+
+
+@pytest.mark.parametrize("name", CHAPTERS)
+def test_chapter_closes_with_abilities_exercises_assignment_references(html, name):
+    sections = top_sections(soup(html / f"{name}.html"))
+    titles = list(sections)
+    wanted = ["What you should now be able to do", "Exercises", "Assignment", "References and further reading"]
+    missing = [title for title in wanted if title not in sections]
+    assert not missing, f"{name}: missing sections {missing}; it has {titles}"
+    order = [titles.index(title) for title in wanted]
+    assert order == sorted(order) and order[-1] == len(titles) - 1, (
+        f"{name}: the closing sections must come in the order {wanted}, References last; they are {titles}")
+
+    abilities = sections["What you should now be able to do"].find_all("li")
+    assert 4 <= len(abilities) <= 7, (
+        f"{name}: 'What you should now be able to do' has {len(abilities)} bullets, not 4 to 7")
+
+    dropdowns = sections["Exercises"].select("details.sd-dropdown")
+    assert 3 <= len(dropdowns) <= 6, f"{name}: 'Exercises' has {len(dropdowns)} answer dropdowns, not 3 to 6"
+    for number, dropdown in enumerate(dropdowns, 1):
+        assert not dropdown.has_attr("open"), f"{name}: exercise {number}'s answer is shown open; fold it"
+        summary = dropdown.find("summary").get_text(" ", strip=True)
+        answer = dropdown.get_text(" ", strip=True)[len(summary):].strip()
+        assert len(answer) >= 20, f"{name}: exercise {number}'s dropdown holds no answer: {answer!r}"
+
+    references = sections["References and further reading"]
+    citations = [a["href"] for a in references.find_all("a", href=True) if "bibliography.html#" in a["href"]]
+    assert citations, f"{name}: 'References and further reading' cites nothing from the bibliography"
+
+
+@pytest.mark.parametrize("name", CHAPTERS)
+def test_the_bibliography_lists_what_the_chapter_cites(html, name):
+    bibliography = next(page for page in PAGES if Path(page).name == "bibliography")
+    entries = scan_file(html / f"{bibliography}.html").ids
+    cited = {urlsplit(a["href"]).fragment for a in soup(html / f"{name}.html").find_all("a", href=True)
+             if urlsplit(a["href"]).path.endswith("bibliography.html") and urlsplit(a["href"]).fragment}
+    assert cited, f"{name}: cites no work of the bibliography"
+    unlisted = sorted(cited - entries)
+    assert not unlisted, f"{name}: cites works that {bibliography}.html does not list: {unlisted}"
+
+
+# Terms a reader looks up; each must be in the general index (genindex.html).
+INDEXED = ["unbroadcast", "im2col", "col2im", "dilation", "transposed convolution", "VJP",
+           "vector-Jacobian product", "topological order"]
+
+
+def index_entries(html: Path) -> dict[str, list[str]]:
+    """genindex.html as {entry (lower case): [the links of the entry and its sub-entries]}."""
+    entries: dict[str, list[str]] = {}
+    for item in soup(html / "genindex.html").select("table.genindextable td > ul > li"):
+        # The term is the item's first child: a link (<a><strong>term</strong></a>) or plain text
+        # (a term with sub-entries only); links [1], [2] ... and sub-entries follow.
+        first = next(child for child in item.children if not (isinstance(child, str) and not child.strip()))
+        text = first.get_text() if hasattr(first, "get_text") else str(first)
+        term = " ".join(text.split()).rstrip(",").strip().lower()
+        if term:
+            entries.setdefault(term, []).extend(a["href"] for a in item.find_all("a", href=True))
+    return entries
+
+
+def test_the_index_lists_the_terms_and_is_in_the_navigation(html, rendered):
+    entries = index_entries(html)
+    missing = [term for term in INDEXED if term.lower() not in entries]
+    assert not missing, f"genindex.html lacks {missing}; it has {sorted(entries)[:80]}"
+    for term in INDEXED:
+        links = entries[term.lower()]
+        assert links, f"index entry {term!r} links nowhere"
+        for href in links:
+            url = urlsplit(href)
+            assert (html / unquote(url.path)).is_file(), f"index entry {term!r}: no page {url.path}"
+            ids = scan_file(html / unquote(url.path)).ids
+            assert not url.fragment or unquote(url.fragment) in ids, f"index entry {term!r}: no anchor {href}"
+    # A reader gets there from the navigation: some page of the TOC links to it, and every page's
+    # sidebar reaches that page.
+    linking = [name for name in PAGES
+               if any(urlsplit(href).path.endswith("genindex.html") for href in Scan(rendered[name].dom).links)]
+    assert linking, "no page of the book links to genindex.html"
+    lost = [name for name, page in rendered.items() if name != linking[0] and not any(
+        urlsplit(href).path.endswith(f"{Path(linking[0]).name}.html") for href in Scan(page.dom).links)]
+    assert not lost, f"these pages do not link to {linking[0]}, the page that leads to the index: {lost}"
+
+
+# Runs in the search page: waits for the theme's search to finish (it starts after the load
+# event) and for the context snippets, which it fetches page by page; returns [href, snippet].
+SEARCH = """(async () => {
+    const pause = ms => new Promise(resolve => setTimeout(resolve, ms));
+    const results = () => [...document.querySelectorAll("#search-results li")];
+    for (let i = 0; i < 100; i++) {
+        const summary = document.querySelector("#search-results .search-summary");
+        if (summary && /found/.test(summary.textContent)) break;
+        await pause(200);
+    }
+    for (let i = 0; i < 25 && !results().every(li => li.querySelector("p.context")); i++) await pause(200);
+    return results().map(li => [li.querySelector("a").getAttribute("href"),
+                                (li.querySelector("p.context") || {textContent: ""}).textContent]);
+})()"""
+
+
+def test_search_shows_where_a_term_occurs(html):
+    # Served over HTTP, as the preface and `make book` advise, the search page shows each hit
+    # with the sentence around it. Opened from disk, the browser lets it fetch no page (CORS), so
+    # it finds the pages but shows only their titles: what the preface tells the reader.
+    try:
+        chromium = Chromium()
+    except ChromiumMissing as missing:
+        pytest.fail(str(missing), pytrace=False)
+    with chromium, serve(html) as base:
+        served = chromium.open(base + "search.html?q=im2col", probe=SEARCH)
+        from_disk = chromium.open((html / "search.html").resolve().as_uri() + "?q=im2col", probe=SEARCH)
+    hits = dict(served.probe)
+    chapter = [href for href in hits if "03_im2col" in href]
+    assert chapter, f"served: searching for im2col does not find chapter 3: {served.probe}"
+    assert "im2col" in hits[chapter[0]].lower(), f"served: no context for the im2col chapter: {served.probe}"
+    assert not served.errors, "served search page: console errors:\n" + "\n".join(served.errors)
+    assert any("03_im2col" in href for href, _ in from_disk.probe), f"from disk: no hit {from_disk.probe}"
+    assert not any(snippet for _, snippet in from_disk.probe), (
+        "from disk the search page now shows context: the preface's advice to serve the book is out of date")
