@@ -17,7 +17,13 @@ $(STAMP): requirements.txt pyproject.toml
 	$(PY) -c "import numpy, solutions, autograder"
 	touch $@
 
-install: $(STAMP)
+# Every kernel of the venv reads this IPython configuration (it silences ipykernel's "running over
+# TCP without encryption" warning only; the file says why that is safe here).
+KERNEL_CONFIG := $(VENV)/etc/ipython/ipython_kernel_config.py
+$(KERNEL_CONFIG): autograder/templates/kernel/ipython_kernel_config.py $(STAMP)
+	mkdir -p $(dir $@) && cp $< $@
+
+install: $(STAMP) $(KERNEL_CONFIG)
 
 # The main job's last step: the engine's worked examples, then the instructor's whole loop
 # (release -> collect -> grade -> feedback -> report) on bundled synthetic submissions, in a

@@ -1,4 +1,4 @@
-"""Shared test configuration: Hypothesis profiles, a guard that xdist groups hold, IPC kernels.
+"""Shared test configuration: Hypothesis profiles, and a guard that xdist groups hold.
 
 The engine's property tests draw shapes and values with Hypothesis. Each example runs a
 numerical gradient check, so examples are kept few and small, and the per-example deadline is
@@ -15,10 +15,6 @@ try:
     from hypothesis import HealthCheck, settings
 except ImportError:  # the non-engine tests do not need Hypothesis
     settings = None
-
-from autograder.local_kernels import prefer_ipc_transport
-
-prefer_ipc_transport()  # the notebooks tests execute: kernels over IPC, without TCP's warning
 
 if settings is not None:
     common = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow], print_blob=True)

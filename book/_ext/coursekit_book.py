@@ -152,11 +152,6 @@ def _write_notebooks(app, exception) -> None:
 
 
 def setup(app):
-    # The chapters' kernels stay on TCP: not autograder.local_kernels.prefer_ipc_transport(). With IPC,
-    # nbclient's KernelManager (no connection file yet) names its sockets by the *relative* path
-    # "kernel-ipc-N": the kernel, started in book/, binds book/kernel-ipc-N while the build, in the
-    # repository root, waits on ./kernel-ipc-N, and every chapter failed with "Kernel didn't respond
-    # in 60 seconds" (and two builds at once would share one socket name).
     # ```{assignment-exercises} a02_broadcasting```: the assignment's exercises, read from its notebook
     app.add_directive("assignment-exercises", _directive())
     app.connect("config-inited", _reference_kit)
