@@ -149,6 +149,7 @@ def main() -> None:
     dtypes = [np.float32, np.float64] if args.dtype == "both" else [np.dtype(args.dtype).type]
     print(f"conv2d benchmark: Python {platform.python_version()}, NumPy {np.__version__}, "
           f"PyTorch {torch.__version__ if torch is not None else 'not installed (engine only)'}")
+    print(f"NumPy's BLAS: {fair.blas()}")
     print(f"method: {fair.method(args.rounds, args.calls, args.clock)}; {fair.load()}")
     print("times in ms; GF/s = GFLOP/s; thr = the thread count a side was fastest with; "
           "ratio = engine time / PyTorch time\n")

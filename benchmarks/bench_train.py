@@ -111,6 +111,7 @@ def main() -> None:
     who = f"Python {platform.python_version()}, NumPy {np.__version__}, "
     who += f"PyTorch {torch.__version__}" if torch is not None else "PyTorch not installed (engine only)"
     print(f"digits CNN training step (make_cnn, batch {BATCH}, float32, Adam), {who}")
+    print(f"NumPy's BLAS: {fair.blas()}")
     print(f"method: {fair.method(args.rounds, args.calls, args.clock)}; {fair.load()}")
     best = fair.compare(sides, rounds=args.rounds, calls=args.calls, warmup=5, clock=args.clock)
     line = f"  engine {best['engine'][0] * 1e3:7.2f} ms ({best['engine'][1]} thr)"

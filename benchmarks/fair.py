@@ -53,6 +53,19 @@ def method(rounds: int, calls: int, clock: str = "wall") -> str:
             f"best of {'/'.join(map(str, THREAD_CHOICES))} threads, minimum over {rounds} rounds")
 
 
+def blas() -> str:
+    """NumPy's BLAS and the CPU kernels it picked: OPENBLAS_CORETYPE=Haswell, for one, limits
+    OpenBLAS to AVX2 on a CPU with AVX-512 (half the float32 GEMM speed measured here)."""
+    from threadpoolctl import threadpool_info
+
+    for info in threadpool_info():
+        if info.get("user_api") == "blas":
+            return (f"{info.get('internal_api')} {info.get('version')} ({info.get('architecture')} kernels"
+                    + (f", OPENBLAS_CORETYPE={os.environ['OPENBLAS_CORETYPE']}" if "OPENBLAS_CORETYPE" in os.environ
+                       else "") + ")")
+    return "no BLAS found by threadpoolctl"
+
+
 def load() -> str:
     if not hasattr(os, "getloadavg"):
         return "load average unknown"
