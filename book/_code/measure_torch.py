@@ -127,7 +127,7 @@ def main() -> None:
         generated_by="book/_code/measure_torch.py (run with .venv-golden/bin/python)",
         date=dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         machine=dict(cpu=cpu_model(), cores=os.cpu_count(),
-                     threads=f"best of {'/'.join(map(str, fair.THREAD_CHOICES))} per row",
+                     threads=f"{' or '.join(map(str, fair.THREAD_CHOICES))} (the faster, per row)",
                      system=platform.platform(), python=platform.python_version(), numpy=np.__version__,
                      torch=torch.__version__, load_average_before=load_before),
         dtype="float32",
