@@ -1,4 +1,4 @@
-"""The layers: Linear, Conv2d, pooling, Flatten, activations, Dropout, BatchNorm, and loss modules.
+"""The layers: Linear, Conv2d, ConvTranspose2d, pooling, Flatten, activations, Dropout, BatchNorm, and losses.
 
 Book: chapters 5 and 6. Tests: `tests/test_layers.py`, `tests/test_nn_golden.py`.
 
