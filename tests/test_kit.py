@@ -114,7 +114,8 @@ def test_use_plugs_a_notebook_class_into_the_kit(kit_dir):
 
         def unbroadcast(grad, shape):
             lead = grad.ndim - len(shape)
-            axes = tuple(range(lead)) + tuple(lead + i for i, n in enumerate(shape) if n == 1 and grad.shape[lead + i] != 1)
+            axes = tuple(range(lead)) + tuple(lead + i for i, n in enumerate(shape)
+                                              if n == 1 and grad.shape[lead + i] != 1)
             return grad.sum(axis=axes, keepdims=True).reshape(shape)
 
         class Mul(Function):
