@@ -42,7 +42,8 @@ def kernel_set(request):
 
 
 def _names(prefix: str) -> list[str]:
-    return sorted(name for name in CASES if name.startswith(prefix)) or [pytest.param("missing", marks=pytest.mark.skip("no fixtures"))]
+    return sorted(name for name in CASES if name.startswith(prefix)) or \
+        [pytest.param("missing", marks=pytest.mark.skip("no fixtures"))]
 
 
 def _padding(a: np.ndarray):
