@@ -183,6 +183,13 @@ def test_prod_with_zeros_is_exact(values):
     assert_close(np.zeros(v.size) if h is None else h, _pair_others(v) @ d, msg="second derivative")
 
 
+def test_prod_of_an_empty_slice_is_one():
+    x = leaf(np.ones((2, 0)))
+    out = x.prod(axis=1)
+    out.sum().backward()
+    assert np.array_equal(out.data, [1.0, 1.0]) and x.grad.shape == (2, 0)
+
+
 def test_prod_with_zeros_along_an_axis():
     v = np.array([[1.5, 0.0, 2.0, -1.0], [0.0, 3.0, 0.0, 2.0], [1.0, -2.0, 0.5, 4.0]])
     x = leaf(v)
@@ -504,6 +511,5 @@ def test_axis_out_of_range_is_an_axis_error(op):
         AXIS_OPS[op](x)
     assert isinstance(info.value, ValueError) and isinstance(info.value, IndexError)
     message = str(info.value)
-    name = "expand_dims" if op == "stack" else op
-    assert message.startswith(f"{name}: "), message
+    assert message.startswith(f"{op}: "), message
     assert "out of range" in message and ("2 dimensions" in message or "(2, 3)" in message), message

@@ -208,7 +208,8 @@ class Prod(Function):
         (x,) = self.inputs
         if not self.axes:
             return grad
-        return broadcast_to(grad.reshape(kept_shape(x.shape, self.axes)), x.shape) * _others_product(x, self.axes)
+        spread = broadcast_to(grad.reshape(kept_shape(x.shape, self.axes)), x.shape)
+        return spread if x.size == 0 else spread * _others_product(x, self.axes)
 
 
 def prod(x, axis=None, keepdims: bool = False) -> Tensor:

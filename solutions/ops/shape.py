@@ -308,6 +308,13 @@ def stack(xs: Sequence, axis: int = 0) -> Tensor:
         raise ValueError("stack: need at least one tensor")
     if len({x.shape for x in xs}) != 1:
         raise ValueError(f"stack: all tensors must have the same shape, got {[x.shape for x in xs]}")
+    n = xs[0].ndim
+    if not isinstance(axis, (int, np.integer)):
+        raise TypeError(f"stack: axis must be an int, got {axis!r}")
+    if not -n - 1 <= axis <= n:
+        raise np.exceptions.AxisError(
+            f"stack: axis {axis} is out of range for stacking tensors with {n} dimensions (valid axes: {-n - 1} to {n})"
+        )
     return concatenate([expand_dims(x, axis) for x in xs], axis=axis % (xs[0].ndim + 1))
 
 
