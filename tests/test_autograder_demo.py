@@ -38,8 +38,8 @@ def _hidden_code() -> list[str]:
     lines = []
     for cell in source_notebook()["cells"]:
         text = "".join(cell["source"])
-        lines += [l.strip() for block in re.findall(r"BEGIN HIDDEN TESTS\n(.*?)### END", text, re.S)
-                  for l in block.splitlines() if l.strip()]
+        lines += [line.strip() for block in re.findall(r"BEGIN HIDDEN TESTS\n(.*?)### END", text, re.S)
+                  for line in block.splitlines() if line.strip()]
     assert lines
     return lines
 
