@@ -1,5 +1,10 @@
 """The book builds without a warning, ships no solutions, and renders offline in a real browser.
 
+In the browser, nothing may be wider than its column, at a laptop's width and at a phone's. The
+built pages are also held to the edition's shape: every chapter opens with "What you will build"
+and closes with abilities, exercises with folded answers, its assignment and its references; the
+general index lists the terms a reader looks up; search shows context when the book is served.
+
 The build is a session fixture and every test here is in one xdist group, so under `make test`
 (`pytest -n 2 --dist loadgroup`) the book is built once, by one worker, and the browser opens each
 page once. The build goes to a fresh temporary folder, not _build/html: every page is read again
@@ -115,6 +120,8 @@ def toc_pages() -> list[str]:
 
 PAGES = toc_pages()
 CHAPTERS = [name for name in PAGES if Path(name).name[:2].isdigit()]
+# The layout is also checked on the general index, which the Reference part leads to.
+LAID_OUT = [*PAGES, "genindex"]
 
 
 class Scan(HTMLParser):
@@ -295,7 +302,7 @@ def rendered(html) -> dict[str, Page]:
     with chromium, serve(html) as base:
         return {name: chromium.open(base + f"{name}.html", SCREENSHOTS / f"{name.replace('/', '-')}.png",
                                     width=WIDE, probe=OVERFLOW)
-                for name in PAGES}
+                for name in LAID_OUT}
 
 
 @pytest.fixture(scope="session")
@@ -308,7 +315,7 @@ def rendered_narrow(html) -> dict[str, Page]:
     with chromium, serve(html) as base:
         return {name: chromium.open(base + f"{name}.html", SCREENSHOTS / f"{name.replace('/', '-')}-{NARROW}px.png",
                                     width=NARROW, probe=OVERFLOW)
-                for name in PAGES}
+                for name in LAID_OUT}
 
 
 @pytest.mark.parametrize("name", PAGES)
@@ -370,7 +377,7 @@ def test_no_request_leaves_the_machine(rendered, name):
 
 
 @pytest.mark.parametrize("width", [WIDE, NARROW])
-@pytest.mark.parametrize("name", PAGES)
+@pytest.mark.parametrize("name", LAID_OUT)
 def test_nothing_is_wider_than_its_column(request, name, width):
     pages = request.getfixturevalue("rendered" if width == WIDE else "rendered_narrow")
     found = pages[name].probe
@@ -514,8 +521,8 @@ def test_the_index_lists_the_terms_and_is_in_the_navigation(html, rendered):
     linking = [name for name in PAGES
                if any(urlsplit(href).path.endswith("genindex.html") for href in Scan(rendered[name].dom).links)]
     assert linking, "no page of the book links to genindex.html"
-    lost = [name for name, page in rendered.items() if name != linking[0] and not any(
-        urlsplit(href).path.endswith(f"{Path(linking[0]).name}.html") for href in Scan(page.dom).links)]
+    lost = [name for name in PAGES if name != linking[0] and not any(
+        urlsplit(href).path.endswith(f"{Path(linking[0]).name}.html") for href in Scan(rendered[name].dom).links)]
     assert not lost, f"these pages do not link to {linking[0]}, the page that leads to the index: {lost}"
 
 
