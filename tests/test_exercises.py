@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from autograder import spec as spec_module
-from autograder.judge.registry import PACKAGE_EXERCISES
 from autograder.judge.judge import code_cells, judge
+from autograder.judge.registry import PACKAGE_EXERCISES
 from autograder.judge.session import Sandbox
 from autograder.mutants import Mutant, load_alternatives, load_mutants
 from autograder.selfcheck import apply_mutant
@@ -193,7 +193,8 @@ def test_garbage_from_any_exercise_function(spec):
     the judge reported as the student's (an AttributeError on the None it returned)."""
     message = failure(spec.id, with_answer(spec.id, f"def {spec.name}(*args, **kwargs):\n    return None\n"))
     assert message.startswith(f"{spec.id}: ") and "your code raised" not in message, message
-    message = failure(spec.id, with_answer(spec.id, f"def {spec.name}(*args, **kwargs):\n    raise ValueError('boom')\n"))
+    message = failure(spec.id, with_answer(spec.id, f"def {spec.name}(*args, **kwargs):\n"
+                                                    "    raise ValueError('boom')\n"))
     assert "your code raised ValueError: boom" in message and "autograder/" not in message, message
 
 
