@@ -438,7 +438,8 @@ def test_chapter_opens_with_what_you_will_build(html, name):
     page = soup(html / f"{name}.html")
     chapter = page.select_one("article.bd-article section")
     boxes = [box for box in chapter.find_all("div", class_="admonition", recursive=False)
-             if " ".join(box.select_one(".admonition-title").get_text().split()) == "What you will build"]
+             if box.select_one(".admonition-title")
+             and " ".join(box.select_one(".admonition-title").get_text().split()) == "What you will build"]
     assert boxes, f"{name}: no 'What you will build' box (a tip admonition) before the first section"
     box = boxes[0]
     assert "tip" in box["class"], f"{name}: the 'What you will build' box must have :class: tip"
