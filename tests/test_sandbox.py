@@ -72,10 +72,12 @@ def test_sees_nothing_of_the_course_the_reference_or_the_grader():
         "answer = ([p for p in paths if os.path.exists(p)], sorted(os.listdir('/')),\n"
         "          [m for m in ('solutions', 'autograder', 'autograder.exercises') "
         "if importlib.util.find_spec(m.split('.')[0])],\n"
-        "          sorted(os.listdir('/proc')))")
-    existing, root, importable, proc = seen
+        "          sorted(os.listdir('/proc')),\n"
+        f"          sorted(os.listdir({str(REPO)!r})) if os.path.isdir({str(REPO)!r}) else [])")
+    existing, root, importable, proc, repository = seen
     assert existing == [] and importable == []
-    assert "work" not in root or True  # the venv's path is mounted, nothing else of the repository
+    # The venv is mounted at its own path (inside the repository here); nothing else of the repository is.
+    assert set(repository) <= {".venv"}, f"the sandbox sees the repository: {repository}"
     pids = [p for p in proc if p.isdigit()]
     assert len(pids) <= 3, f"the sandbox sees processes outside itself: {pids}"
 
