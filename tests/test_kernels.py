@@ -149,6 +149,20 @@ def test_max_pool2d_array_and_its_scatter(case):
     assert_close(_fast.max_pool2d_scatter_array(g, fast_index, x.shape, kernel, stride, pad), dx, **tolerances(x.dtype))
 
 
+@given(st.integers(1, 3), st.integers(1, 3), st.integers(2, 9), st.integers(2, 9), DTYPES, st.booleans(), SEEDS)
+def test_the_2x2_max_pool_tournament_picks_the_first_maximum(n, c, h, w, dtype, channel_major, seed):
+    """2x2 windows, stride 2, no padding (the CNN's pool) take a tournament path in the fast kernel."""
+    rng = np.random.default_rng(seed)
+    x = rng.integers(-2, 2, size=(n, c, h, w)).astype(dtype)  # few values: ties in most windows
+    x[rng.random(x.shape) < 0.1] = -np.inf
+    if channel_major:  # the layout a convolution's output has
+        x = np.ascontiguousarray(x.transpose(1, 0, 2, 3)).transpose(1, 0, 2, 3)
+    out, index = pool.max_pool2d_array(x, (2, 2), (2, 2), (0, 0))
+    fast_out, fast_index = _fast.max_pool2d_array(x, (2, 2), (2, 2), (0, 0))
+    np.testing.assert_array_equal(fast_out, out)
+    np.testing.assert_array_equal(fast_index, index)
+
+
 @given(pool_cases(), st.integers(1, 3))
 def test_max_pool2d_array_with_nan(case, nans):
     """A NaN takes the window over, the last one when there are several (PyTorch's rule)."""

@@ -435,9 +435,13 @@ def max_pool2d_array(x: np.ndarray, kernel: Pair, stride: Pair, pad: Pair) -> tu
     out = np.empty((N, C, OH, OW), dtype=x.dtype)
     index = np.empty((N, C, OH, OW), dtype=np.uint8 if kernel[0] * kernel[1] <= 256 else np.int32)
     first = _first_inside(kernel, stride, pad, (OH, OW))
+    halving = kernel == stride == (2, 2) and pad == (0, 0)
 
     def pool(n0: int, n1: int, nan_aware: bool) -> None:
         best, idx = out[n0:n1], index[n0:n1]
+        if halving and not nan_aware:
+            _max_pool_2x2(xp[n0:n1], best, idx)
+            return
         offsets = _offsets(kernel, (OH, OW), stride)
         take = np.empty(best.shape, dtype=bool)
         if pad == (0, 0):  # offset 0 of every window is a real pixel: start from it
@@ -473,6 +477,25 @@ def max_pool2d_array(x: np.ndarray, kernel: Pair, stride: Pair, pad: Pair) -> tu
     if np.issubdtype(x.dtype, np.floating) and out.size and np.isnan(np.max(out)):
         parallel(lambda n0, n1: pool(n0, n1, True), N, x.nbytes)
     return out, index
+
+
+def _max_pool_2x2(x: np.ndarray, best: np.ndarray, idx: np.ndarray) -> None:
+    """2x2 windows, stride 2: the max and the offset of its first occurrence, as a tournament.
+
+    Offsets 0 1 / 2 3: the winner of each row pair (a strict > keeps the earlier on a tie), then of
+    the two rows (the top row wins a tie): the same index as the sequential scan, in 10 ufunc calls
+    instead of 13 (on small feature maps each call costs more than its arithmetic). NaN-free x only.
+    """
+    OH, OW = best.shape[2:]
+    v0, v1 = x[:, :, 0 : 2 * OH : 2, 0 : 2 * OW : 2], x[:, :, 0 : 2 * OH : 2, 1 : 2 * OW : 2]
+    v2, v3 = x[:, :, 1 : 2 * OH : 2, 0 : 2 * OW : 2], x[:, :, 1 : 2 * OH : 2, 1 : 2 * OW : 2]
+    top, bottom = np.maximum(v0, v1), np.maximum(v2, v3)
+    np.maximum(top, bottom, out=best)
+    left_or_right = np.greater(v1, v0)                         # 0 or 1: the top row's winner
+    np.add(np.greater(v3, v2), 2, out=idx, casting="unsafe")   # 2 or 3: the bottom row's
+    idx -= left_or_right
+    idx *= np.greater(bottom, top)                             # bottom row's offset - top's, or 0
+    idx += left_or_right
 
 
 def max_pool2d_scatter_array(
