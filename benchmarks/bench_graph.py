@@ -184,7 +184,9 @@ def main() -> None:
     who = f"Python {platform.python_version()}, NumPy {np.__version__}"
     who += f", PyTorch {torch.__version__}" if torch is not None else ", PyTorch not installed (engine only)"
     print(f"per-op overhead, {args.ops}-op chains, float64, {args.clock} clock ({who})")
-    print(f"method: {fair.method(args.rounds, args.calls)}; {fair.load()}")
+    print(f"method: blocks of {args.calls} runs per framework (never interleaved) after warm-up, each at its best "
+          f"of {'/'.join(map(str, fair.THREAD_CHOICES))} threads, {args.clock} clock "
+          f"({'this thread' if args.clock == 'cpu' else 'wall'}), minimum over {args.rounds} rounds; {fair.load()}")
     print("times in microseconds per op; 'x' columns are engine / other\n")
 
     header = f"{'chain':<40} {'pass':<8} {'engine':>8} {'numpy':>8} {'x numpy':>8}"
