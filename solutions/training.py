@@ -9,7 +9,7 @@ trains on the student's own engine.)
 Prints a progress bar, each model's final test accuracy, its confusion matrix and the wall time,
 and writes `curves.png` (loss and accuracy per epoch) and `confusion_<model>.png` to --out.
 
-Book: chapter 6 imports the pieces: `make_cnn`, `make_mlp`, `make_loaders`, `train`, `evaluate`,
+Book: chapter 6 (`book/06_training.md`) imports the pieces: `make_cnn`, `make_mlp`, `make_loaders`, `train`, `evaluate`,
 `confusion_matrix`, `plot_history`, `plot_confusion`. Assignment: `assignments/source/a06_training/`
 (the capstone: `train_step`, then this whole recipe on the student's own engine).
 Tests: `tests/test_training.py`.

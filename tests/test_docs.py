@@ -59,3 +59,40 @@ def test_the_readme_mutant_example_applies_to_the_real_notebook():
         notebooks = _read_notebooks(ROOT / "assignments" / "source" / assignment)
         name, mutated = apply_mutant(notebooks, mutant, assignment)  # CourseError unless `find` occurs once
         assert mutated != notebooks[name]
+
+
+# -- the engine modules' headers: "Book: ... Assignment: ... Tests: ..." name real files -----------------
+
+ENGINE = ROOT / "solutions"
+HEADED = sorted(p for p in ENGINE.rglob("*.py")
+                if p.name != "__init__.py" and p.name != "_fast.py" and "examples" not in p.parts
+                and p.name not in ("override.py", "testing.py"))
+
+
+def header(module: Path) -> str:
+    doc = ast.get_docstring(ast.parse(module.read_text())) or ""
+    return " ".join(doc.split())
+
+
+def test_every_engine_module_names_its_chapter_and_tests():
+    for module in HEADED:
+        text = header(module)
+        where = module.relative_to(ROOT)
+        assert re.search(r"Book: chapters? \d", text), f"{where}: no 'Book: chapter N (`book/NN_name.md`)' header"
+        assert re.search(r"`book/\d\d_\w+\.md`", text), f"{where}: the Book header names no chapter file"
+        assert re.search(r"Tests: `tests/\w+\.py`", text), f"{where}: no 'Tests: `tests/...py`' header"
+
+
+def test_the_paths_in_module_headers_exist_and_agree_with_the_chapter_numbers():
+    for module in sorted(ENGINE.rglob("*.py")):
+        text = header(module)
+        where = module.relative_to(ROOT)
+        for path in re.findall(r"`((?:book|tests|assignments|benchmarks)/[\w/.-]+)`", text):
+            assert (ROOT / path).exists(), f"{where} names {path}, which does not exist"
+        if "Book:" in text:
+            book = text[text.index("Book:"):].split("Tests:")[0].split("Assignment")[0]
+            said = {n for pair in re.findall(r"chapters? (\d)(?: and (\d))?", book) for n in pair if n}
+            files = {str(int(n)) for n in re.findall(r"`book/(\d\d)_\w+\.md`", book)}
+            assert said == files, f"{where}: 'chapter(s) {sorted(said)}' but files {sorted(files)}"
+        for assignment in re.findall(r"Assignment: a(\d\d)", text):
+            assert list((ROOT / "assignments" / "source").glob(f"a{assignment}_*")), f"{where}: no assignment a{assignment}"

@@ -1,6 +1,7 @@
 """The layers: Linear, Conv2d, ConvTranspose2d, pooling, Flatten, activations, Dropout, BatchNorm, and losses.
 
-Book: chapters 5 and 6. Tests: `tests/test_layers.py`, `tests/test_nn_golden.py`.
+Book: chapters 5 and 6 (`book/05_layers.md`, `book/06_training.md`).
+Tests: `tests/test_layers.py`, `tests/test_nn_golden.py`.
 
 Every layer takes `dtype` (float32 by default: half the memory traffic of float64 and twice the
 GEMM speed; pass np.float64 for gradcheck) and `rng` (a `np.random.Generator` or an int seed; None

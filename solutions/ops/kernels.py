@@ -1,6 +1,6 @@
 """Which array kernels the engine's ops run: the one place that decides.
 
-Book: chapters 3 and 4. Tests: `tests/test_kernels.py`.
+Book: chapters 3 and 4 (`book/03_im2col.md`, `book/04_conv_backward.md`). Tests: `tests/test_kernels.py`.
 
 The ops that work on whole images (conv2d and its two gradients, the pools, dilate and erode)
 do their arithmetic on plain arrays, in kernels they call as `kernels.<name>(...)`: a name of
