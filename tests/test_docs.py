@@ -95,4 +95,5 @@ def test_the_paths_in_module_headers_exist_and_agree_with_the_chapter_numbers():
             files = {str(int(n)) for n in re.findall(r"`book/(\d\d)_\w+\.md`", book)}
             assert said == files, f"{where}: 'chapter(s) {sorted(said)}' but files {sorted(files)}"
         for assignment in re.findall(r"Assignment: a(\d\d)", text):
-            assert list((ROOT / "assignments" / "source").glob(f"a{assignment}_*")), f"{where}: no assignment a{assignment}"
+            found = list((ROOT / "assignments" / "source").glob(f"a{assignment}_*"))
+            assert found, f"{where}: no assignment a{assignment}"

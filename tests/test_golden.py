@@ -54,7 +54,7 @@ def test_fixtures_are_up_to_date():
 
 def _sum_of_products(grads, dirs):
     total = None
-    for g, d in zip(grads, dirs):
+    for g, d in zip(grads, dirs, strict=True):
         if g is None:
             continue
         term = (g * d).sum()
@@ -77,14 +77,14 @@ def test_matches_pytorch(name):
             return
         xs = [args[k] for k in case.diff]
         grads = S.grad(out, xs, Tensor(expected["gout"]), create_graph=case.second, allow_unused=True)
-        for k, g in zip(case.diff, grads):
+        for k, g in zip(case.diff, grads, strict=True):
             got = np.zeros(expected[k].shape) if g is None else g.data
             assert_close(got, expected[f"grad_{k}"], rtol=1e-9, atol=1e-12, msg=f"{name}: d/d{k}")
         if not case.second:
             return
         s = _sum_of_products(grads, [expected[f"dir_{k}"] for k in case.diff])
         hess = [None] * len(xs) if s is None or not s.requires_grad else S.grad(s, xs, allow_unused=True)
-        for k, h in zip(case.diff, hess):
+        for k, h in zip(case.diff, hess, strict=True):
             got = np.zeros(expected[k].shape) if h is None else h.data
             assert_close(got, expected[f"hess_{k}"], rtol=1e-9, atol=1e-12, msg=f"{name}: second derivative, d/d{k}")
 

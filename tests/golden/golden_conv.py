@@ -75,7 +75,8 @@ def _t(a: np.ndarray, grad: bool = False) -> torch.Tensor:
 def _params(stride, padding, dilation, groups) -> Case:
     return {
         "stride": np.atleast_1d(np.asarray(stride, dtype=np.int64)),
-        "padding": np.asarray(padding) if isinstance(padding, str) else np.atleast_1d(np.asarray(padding, dtype=np.int64)),
+        "padding": (np.asarray(padding) if isinstance(padding, str)
+                    else np.atleast_1d(np.asarray(padding, dtype=np.int64))),
         "dilation": np.atleast_1d(np.asarray(dilation, dtype=np.int64)),
         "groups": np.asarray(groups, dtype=np.int64),
     }

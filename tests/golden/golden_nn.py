@@ -72,10 +72,13 @@ def _loss_cases(torch, rng) -> dict[str, dict[str, np.ndarray]]:
         ("cross_entropy", rng.standard_normal((6, 5)) * 3.0, "mean"),
         ("cross_entropy_sum", rng.standard_normal((4, 3)), "sum"),
         # Logits of +-1000: log(softmax) would be log(0) = -inf; logsumexp keeps it finite.
-        ("cross_entropy_large", np.array([[1000.0, 0.0, -1000.0], [0.0, 1000.0, 1000.0], [-1000.0, 999.0, 1000.0]]), "none"),
+        ("cross_entropy_large",
+         np.array([[1000.0, 0.0, -1000.0], [0.0, 1000.0, 1000.0], [-1000.0, 999.0, 1000.0]]), "none"),
     ]:
         target = rng.integers(0, logits.shape[1], logits.shape[0])
-        loss, (grad,) = with_grad(lambda z: F.cross_entropy(z, torch.from_numpy(target), reduction=reduction), logits)
+        loss, (grad,) = with_grad(
+            lambda z, target=target, reduction=reduction: F.cross_entropy(z, torch.from_numpy(target),
+                                                                           reduction=reduction), logits)
         cases[name] = {"logits": logits, "target": target, "loss": loss, "grad_logits": grad}
         cases[name]["reduction_" + reduction] = np.array(1.0)  # which reduction, readable as a key
 
@@ -138,7 +141,8 @@ def make(rng: np.random.Generator) -> dict[str, dict[str, np.ndarray]]:
 
 
 def save(cases: dict[str, dict[str, np.ndarray]], path: Path) -> Path:
-    np.savez_compressed(path, **{f"{case}/{name}": arr for case, arrays in cases.items() for name, arr in arrays.items()})
+    np.savez_compressed(path, **{f"{case}/{name}": arr
+                                 for case, arrays in cases.items() for name, arr in arrays.items()})
     return path
 
 

@@ -278,7 +278,8 @@ for _axis in (0, -1):
                                        lambda x, a=_axis: x.log_softmax(a)))
 _LARGE = [[1000.0, 1000.0, 990.0], [-1000.0, 0.0, 1000.0]]
 add("softmax_large", Case(inputs(x=FIXED(_LARGE)), lambda t, x: t.softmax(x, dim=1), lambda x: x.softmax(1)))
-add("log_softmax_large", Case(inputs(x=FIXED(_LARGE)), lambda t, x: t.log_softmax(x, dim=1), lambda x: x.log_softmax(1)))
+add("log_softmax_large",
+    Case(inputs(x=FIXED(_LARGE)), lambda t, x: t.log_softmax(x, dim=1), lambda x: x.log_softmax(1)))
 add("logsumexp_large", Case(inputs(x=FIXED(_LARGE)), lambda t, x: t.logsumexp(x, dim=1), lambda x: x.logsumexp(1)))
 add("logsumexp_neg_inf", Case(inputs(x=FIXED([[-np.inf, 0.0, np.log(3.0)], [1.0, -np.inf, 2.0]])),
                               lambda t, x: t.logsumexp(x, dim=1), lambda x: x.logsumexp(1)))
@@ -424,15 +425,16 @@ def _torch_case(torch, rng: np.random.Generator, case: Case) -> Arrays:
     result.update(extra)
     xs = [tensors[k] for k in case.diff]
     grads = torch.autograd.grad(out, xs, torch.from_numpy(extra["gout"]), create_graph=case.second, allow_unused=True)
-    for k, x, g in zip(case.diff, xs, grads):
+    for k, x, g in zip(case.diff, xs, grads, strict=True):
         result[f"grad_{k}"] = np.zeros(x.shape) if g is None else g.detach().numpy(force=True).copy()
     if case.second:
-        s = sum((g * torch.from_numpy(extra[f"dir_{k}"])).sum() for k, g in zip(case.diff, grads) if g is not None)
+        s = sum((g * torch.from_numpy(extra[f"dir_{k}"])).sum()
+                for k, g in zip(case.diff, grads, strict=True) if g is not None)
         if isinstance(s, int) or not s.requires_grad:  # the gradient does not depend on the inputs
             hess = [None] * len(xs)
         else:
             hess = torch.autograd.grad(s, xs, allow_unused=True)
-        for k, x, h in zip(case.diff, xs, hess):
+        for k, x, h in zip(case.diff, xs, hess, strict=True):
             result[f"hess_{k}"] = np.zeros(x.shape) if h is None else h.detach().numpy(force=True).copy()
     return result
 

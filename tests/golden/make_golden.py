@@ -51,7 +51,8 @@ def main(names: list[str]) -> None:
     total = sum(p.stat().st_size for p in HERE.glob("*.npz"))
     print(f"  total {total / 1024:.0f} KiB of fixtures")
     if total > BUDGET:
-        raise SystemExit(f"make_golden: the fixtures take {total} bytes, over the {BUDGET}-byte budget; shrink the cases")
+        raise SystemExit(f"make_golden: the fixtures take {total} bytes, over the {BUDGET}-byte budget; "
+                         "shrink the cases")
 
 
 if __name__ == "__main__":
