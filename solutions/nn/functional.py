@@ -17,19 +17,23 @@ from typing import Any
 
 import numpy as np
 
-from .. import ops
 from ..graph import Tensor, as_tensor
-from ..ops import log_softmax, relu, sigmoid, softmax, tanh  # noqa: F401  (re-exported)
+from ..ops import (  # noqa: F401  (re-exported: F.conv2d, F.relu, ... as in torch.nn.functional)
+    avg_pool2d,
+    conv1d,
+    conv2d,
+    conv_transpose2d,
+    einsum,
+    global_avg_pool2d,
+    log_softmax,
+    max_pool2d,
+    relu,
+    sigmoid,
+    softmax,
+    tanh,
+)
 
 _REDUCTIONS = ("mean", "sum", "none")
-
-
-def __getattr__(name: str) -> Any:
-    # conv2d, max_pool2d, ... live in solutions.ops; look them up when asked, so this module
-    # imports even in a copy of the engine that has no convolution yet.
-    if name in ("conv1d", "conv2d", "conv_transpose2d", "max_pool2d", "avg_pool2d", "global_avg_pool2d", "einsum"):
-        return getattr(ops, name)
-    raise AttributeError(f"module 'solutions.nn.functional' has no attribute {name!r}")
 
 
 # --------------------------------------------------------------------------------------------
