@@ -103,13 +103,13 @@ class Optimizer:
 
 
 class SGD(Optimizer):
-    """Stochastic gradient descent, PyTorch's rule. With weight decay $\\lambda$, momentum $\\mu$,
-    dampening $\\tau$ and step t:
+    r"""Stochastic gradient descent, PyTorch's rule. With weight decay $\lambda$, momentum $\mu$,
+    dampening $\tau$ and step t:
 
-    $g_t = \\nabla_\\theta + \\lambda \\theta_{t-1}$;
-    $b_1 = g_1$, $b_t = \\mu b_{t-1} + (1 - \\tau) g_t$ (when $\\mu \\ne 0$);
-    direction $d_t = g_t + \\mu b_t$ if nesterov else $b_t$ (or $g_t$ without momentum);
-    $\\theta_t = \\theta_{t-1} - \\text{lr}\\, d_t$.
+    $g_t = \nabla_\theta + \lambda \theta_{t-1}$;
+    $b_1 = g_1$, $b_t = \mu b_{t-1} + (1 - \tau) g_t$ (when $\mu \ne 0$);
+    direction $d_t = g_t + \mu b_t$ if nesterov else $b_t$ (or $g_t$ without momentum);
+    $\theta_t = \theta_{t-1} - \text{lr}\, d_t$.
     """
 
     def __init__(
@@ -145,14 +145,14 @@ class SGD(Optimizer):
 
 
 class Adam(Optimizer):
-    """Adam (Kingma & Ba, 2015), PyTorch's rule. With $g_t = \\nabla_\\theta + \\lambda \\theta_{t-1}$
+    r"""Adam (Kingma & Ba, 2015), PyTorch's rule. With $g_t = \nabla_\theta + \lambda \theta_{t-1}$
     (L2 weight decay, folded into the gradient):
 
-    $m_t = \\beta_1 m_{t-1} + (1 - \\beta_1) g_t$, $v_t = \\beta_2 v_{t-1} + (1 - \\beta_2) g_t^2$,
-    $\\theta_t = \\theta_{t-1} - \\frac{\\text{lr}}{1 - \\beta_1^t} \\cdot
-    \\frac{m_t}{\\sqrt{v_t} / \\sqrt{1 - \\beta_2^t} + \\epsilon}$
+    $m_t = \beta_1 m_{t-1} + (1 - \beta_1) g_t$, $v_t = \beta_2 v_{t-1} + (1 - \beta_2) g_t^2$,
+    $\theta_t = \theta_{t-1} - \frac{\text{lr}}{1 - \beta_1^t} \cdot
+    \frac{m_t}{\sqrt{v_t} / \sqrt{1 - \beta_2^t} + \epsilon}$
 
-    (the bias-corrected $\\hat m_t / (\\sqrt{\\hat v_t} + \\epsilon)$, computed in PyTorch's order so
+    (the bias-corrected $\hat m_t / (\sqrt{\hat v_t} + \epsilon)$, computed in PyTorch's order so
     the results agree to the last bits).
     """
 
@@ -198,10 +198,10 @@ class Adam(Optimizer):
 
 
 class AdamW(Adam):
-    """Adam with decoupled weight decay (Loshchilov & Hutter, 2019), PyTorch's rule:
+    r"""Adam with decoupled weight decay (Loshchilov & Hutter, 2019), PyTorch's rule:
 
-    $\\theta \\leftarrow \\theta (1 - \\text{lr}\\,\\lambda)$, then the Adam step with the plain gradient
-    $g_t = \\nabla_\\theta$. Unlike L2 decay in Adam, the decay is not divided by $\\sqrt{\\hat v_t}$,
+    $\theta \leftarrow \theta (1 - \text{lr}\,\lambda)$, then the Adam step with the plain gradient
+    $g_t = \nabla_\theta$. Unlike L2 decay in Adam, the decay is not divided by $\sqrt{\hat v_t}$,
     so every weight shrinks at the same rate.
     """
 

@@ -84,7 +84,7 @@ def as_value(x) -> Value:
 # Ops: forward value, then the closure that sends gradient back (accumulating with +=).
 # --------------------------------------------------------------------------------------------
 def add(a, b) -> Value:
-    """$c = a + b$: $\\partial c/\\partial a = \\partial c/\\partial b = 1$. Numbers become Values."""
+    r"""$c = a + b$: $\partial c/\partial a = \partial c/\partial b = 1$. Numbers become Values."""
     a, b = as_value(a), as_value(b)
     out = Value(a.data + b.data, (a, b), "+")
 
@@ -97,7 +97,7 @@ def add(a, b) -> Value:
 
 
 def mul(a, b) -> Value:
-    """$c = a b$: $\\partial c/\\partial a = b$, $\\partial c/\\partial b = a$. Numbers become Values."""
+    r"""$c = a b$: $\partial c/\partial a = b$, $\partial c/\partial b = a$. Numbers become Values."""
     a, b = as_value(a), as_value(b)
     out = Value(a.data * b.data, (a, b), "*")
 
@@ -110,7 +110,7 @@ def mul(a, b) -> Value:
 
 
 def power(a: Value, exponent: float) -> Value:
-    """$c = a^p$ for a constant number p: $\\partial c/\\partial a = p\\,a^{p-1}$.
+    r"""$c = a^p$ for a constant number p: $\partial c/\partial a = p\,a^{p-1}$.
 
     Two guards, so that the scalar engine agrees with the tensor engine (NumPy) where Python's
     `0.0 ** -1` raises ZeroDivisionError: p = 0 sends no gradient (c = 1 is a constant, even at
@@ -131,7 +131,7 @@ def power(a: Value, exponent: float) -> Value:
 
 
 def exp(a: Value) -> Value:
-    """$c = e^a$: $\\partial c/\\partial a = e^a = c$, so the closure reuses the output."""
+    r"""$c = e^a$: $\partial c/\partial a = e^a = c$, so the closure reuses the output."""
     out = Value(math.exp(a.data), (a,), "exp")
 
     def _backward():
@@ -142,7 +142,7 @@ def exp(a: Value) -> Value:
 
 
 def tanh(a: Value) -> Value:
-    """$c = \\tanh a$: $\\partial c/\\partial a = 1 - \\tanh^2 a = 1 - c^2$."""
+    r"""$c = \tanh a$: $\partial c/\partial a = 1 - \tanh^2 a = 1 - c^2$."""
     t = math.tanh(a.data)
     out = Value(t, (a,), "tanh")
 
@@ -154,7 +154,7 @@ def tanh(a: Value) -> Value:
 
 
 def relu(a: Value) -> Value:
-    """$c = \\max(a, 0)$: $\\partial c/\\partial a$ is 1 where a > 0, else 0 (0 at a = 0, as PyTorch)."""
+    r"""$c = \max(a, 0)$: $\partial c/\partial a$ is 1 where a > 0, else 0 (0 at a = 0, as PyTorch)."""
     out = Value(a.data if a.data > 0 else 0.0, (a,), "relu")
 
     def _backward():
@@ -189,7 +189,7 @@ def topological_order(root: Value) -> list[Value]:
 
 
 def backward(root: Value) -> None:
-    """Fill in `grad` of every Value `root` depends on with $\\partial\\,\\mathrm{root}/\\partial v$.
+    r"""Fill in `grad` of every Value `root` depends on with $\partial\,\mathrm{root}/\partial v$.
 
     Assumes a fresh graph (every grad 0; see `zero_grad`). Seeds the root with 1 and calls each
     node's closure in reverse topological order, so a node sends its gradient back only after

@@ -145,7 +145,7 @@ def weights(model: nn.Module) -> dict[str, np.ndarray]:
 
 
 def cosine_lr(base_lr: float, step: int, total_steps: int) -> float:
-    """$\\text{lr}_t = \\text{lr}_0 \\cdot \\tfrac12 (1 + \\cos(\\pi t / T))$: from lr_0 down to 0 by the last step."""
+    r"""$\text{lr}_t = \text{lr}_0 \cdot \tfrac12 (1 + \cos(\pi t / T))$: from lr_0 down to 0 by the last step."""
     return base_lr * 0.5 * (1.0 + math.cos(math.pi * step / total_steps))
 
 

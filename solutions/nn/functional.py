@@ -77,13 +77,13 @@ def batch_norm(
     momentum: float = 0.1,
     eps: float = 1e-5,
 ) -> Tensor:
-    """Normalize each channel (axis 1) of x, shaped (N, C), (N, C, L) or (N, C, H, W).
+    r"""Normalize each channel (axis 1) of x, shaped (N, C), (N, C, L) or (N, C, H, W).
 
-    Training: $\\hat x = (x - \\mu_B)/\\sqrt{\\sigma_B^2 + \\epsilon}$ with the batch mean and the
+    Training: $\hat x = (x - \mu_B)/\sqrt{\sigma_B^2 + \epsilon}$ with the batch mean and the
     *biased* batch variance, and the running statistics move towards the batch's in place:
-    $r \\leftarrow (1 - m) r + m s$, where for the variance s is the *unbiased* batch variance
-    ($\\sigma_B^2 \\cdot n/(n-1)$), PyTorch's convention. Evaluation: the running statistics
-    replace the batch's. Then $y = \\gamma \\hat x + \\beta$ when weight and bias are given.
+    $r \leftarrow (1 - m) r + m s$, where for the variance s is the *unbiased* batch variance
+    ($\sigma_B^2 \cdot n/(n-1)$), PyTorch's convention. Evaluation: the running statistics
+    replace the batch's. Then $y = \gamma \hat x + \beta$ when weight and bias are given.
     """
     if x.ndim < 2:
         raise ValueError(f"batch_norm: expected input of shape (N, C, ...), got shape {x.shape}")
@@ -158,7 +158,7 @@ def _reduce(op: str, loss: Tensor, reduction: str) -> Tensor:
 
 
 def nll_loss(log_probs: Tensor, target: Any, reduction: str = "mean") -> Tensor:
-    """Negative log-likelihood: $\\ell_i = -\\log p_{i, t_i}$ for log-probabilities (N, K), targets (N,)."""
+    r"""Negative log-likelihood: $\ell_i = -\log p_{i, t_i}$ for log-probabilities (N, K), targets (N,)."""
     log_probs = as_tensor(log_probs)
     t = _class_targets("nll_loss", log_probs, target)
     picked = log_probs[np.arange(len(t)), t]  # a gather, as in cross_entropy
@@ -166,12 +166,12 @@ def nll_loss(log_probs: Tensor, target: Any, reduction: str = "mean") -> Tensor:
 
 
 def cross_entropy(logits: Tensor, target: Any, reduction: str = "mean", label_smoothing: float = 0.0) -> Tensor:
-    """Softmax cross-entropy from logits (N, K) and class indices (N,).
+    r"""Softmax cross-entropy from logits (N, K) and class indices (N,).
 
-    $\\ell_i = \\operatorname{logsumexp}(z_i) - z_{i, t_i}$; its gradient with respect to the logits
-    is $(\\operatorname{softmax}(z_i) - \\text{onehot}(t_i))/N$ for the mean. With label smoothing
-    $\\varepsilon$ the target is $(1-\\varepsilon)\\,\\text{onehot}(t_i) + \\varepsilon/K$ (PyTorch's definition):
-    $\\ell_i = (1-\\varepsilon)(-\\log p_{i,t_i}) + \\varepsilon \\cdot \\frac1K \\sum_k -\\log p_{i,k}$.
+    $\ell_i = \operatorname{logsumexp}(z_i) - z_{i, t_i}$; its gradient with respect to the logits
+    is $(\operatorname{softmax}(z_i) - \text{onehot}(t_i))/N$ for the mean. With label smoothing
+    $\varepsilon$ the target is $(1-\varepsilon)\,\text{onehot}(t_i) + \varepsilon/K$ (PyTorch's definition):
+    $\ell_i = (1-\varepsilon)(-\log p_{i,t_i}) + \varepsilon \cdot \frac1K \sum_k -\log p_{i,k}$.
     """
     logits = as_tensor(logits)
     t = _class_targets("cross_entropy", logits, target)
@@ -185,7 +185,7 @@ def cross_entropy(logits: Tensor, target: Any, reduction: str = "mean", label_sm
 
 
 def mse_loss(input: Tensor, target: Any, reduction: str = "mean") -> Tensor:  # noqa: A002  (PyTorch's name)
-    """Mean squared error $\\frac{1}{n}\\sum (x - y)^2$; input and target must have the same shape
+    r"""Mean squared error $\frac{1}{n}\sum (x - y)^2$; input and target must have the same shape
     (silently broadcasting (N, 1) against (N,) is a classic bug, so it is an error here)."""
     input = as_tensor(input)
     if not isinstance(target, Tensor):

@@ -83,7 +83,7 @@ def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0, rng: Any = None) ->
 
 
 def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, rng: Any = None) -> Tensor:
-    """Fill with $N(\\mu, \\sigma^2)$."""
+    r"""Fill with $N(\mu, \sigma^2)$."""
     return _fill(tensor, as_rng(rng).normal(mean, std, size=tensor.shape))
 
 
@@ -101,7 +101,7 @@ def ones_(tensor: Tensor) -> Tensor:
 
 
 def _kaiming_std(tensor: Tensor, a: float, mode: str, nonlinearity: str) -> float:
-    """$\\text{gain}/\\sqrt{\\text{fan}}$, the fan chosen by `mode`."""
+    r"""$\text{gain}/\sqrt{\text{fan}}$, the fan chosen by `mode`."""
     if mode not in ("fan_in", "fan_out"):
         raise ValueError(f"kaiming init: mode must be 'fan_in' or 'fan_out', got {mode!r}")
     fan = fan_in_and_fan_out(tensor.shape)[0 if mode == "fan_in" else 1]
@@ -111,9 +111,9 @@ def _kaiming_std(tensor: Tensor, a: float, mode: str, nonlinearity: str) -> floa
 def kaiming_uniform_(
     tensor: Tensor, a: float = 0.0, mode: str = "fan_in", nonlinearity: str = "leaky_relu", rng: Any = None
 ) -> Tensor:
-    """He et al. (2015): $U(-b, b)$ with $b = \\text{gain}\\sqrt{3/\\text{fan}}$, so the variance is
-    $\\text{gain}^2/\\text{fan}$. `a` is the leaky-ReLU slope; Linear and Conv2d use $a=\\sqrt 5$,
-    which gives $b = 1/\\sqrt{\\text{fan\\_in}}$."""
+    r"""He et al. (2015): $U(-b, b)$ with $b = \text{gain}\sqrt{3/\text{fan}}$, so the variance is
+    $\text{gain}^2/\text{fan}$. `a` is the leaky-ReLU slope; Linear and Conv2d use $a=\sqrt 5$,
+    which gives $b = 1/\sqrt{\text{fan\_in}}$."""
     bound = math.sqrt(3.0) * _kaiming_std(tensor, a, mode, nonlinearity)
     return uniform_(tensor, -bound, bound, rng)
 
@@ -121,19 +121,19 @@ def kaiming_uniform_(
 def kaiming_normal_(
     tensor: Tensor, a: float = 0.0, mode: str = "fan_in", nonlinearity: str = "leaky_relu", rng: Any = None
 ) -> Tensor:
-    """$N(0, \\sigma^2)$ with $\\sigma = \\text{gain}/\\sqrt{\\text{fan}}$."""
+    r"""$N(0, \sigma^2)$ with $\sigma = \text{gain}/\sqrt{\text{fan}}$."""
     return normal_(tensor, 0.0, _kaiming_std(tensor, a, mode, nonlinearity), rng)
 
 
 def xavier_uniform_(tensor: Tensor, gain: float = 1.0, rng: Any = None) -> Tensor:
-    """Glorot & Bengio (2010): $U(-b, b)$ with $b = \\text{gain}\\sqrt{6/(\\text{fan\\_in}+\\text{fan\\_out})}$."""
+    r"""Glorot & Bengio (2010): $U(-b, b)$ with $b = \text{gain}\sqrt{6/(\text{fan\_in}+\text{fan\_out})}$."""
     fan_in, fan_out = fan_in_and_fan_out(tensor.shape)
     bound = gain * math.sqrt(6.0 / (fan_in + fan_out))
     return uniform_(tensor, -bound, bound, rng)
 
 
 def xavier_normal_(tensor: Tensor, gain: float = 1.0, rng: Any = None) -> Tensor:
-    """$N(0, \\sigma^2)$ with $\\sigma = \\text{gain}\\sqrt{2/(\\text{fan\\_in}+\\text{fan\\_out})}$."""
+    r"""$N(0, \sigma^2)$ with $\sigma = \text{gain}\sqrt{2/(\text{fan\_in}+\text{fan\_out})}$."""
     fan_in, fan_out = fan_in_and_fan_out(tensor.shape)
     std = gain * math.sqrt(2.0 / (fan_in + fan_out))
     return normal_(tensor, 0.0, std, rng)

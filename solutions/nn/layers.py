@@ -46,9 +46,9 @@ def _float_dtype(dtype: Any, layer: str) -> np.dtype:
 # Layers with weights
 # --------------------------------------------------------------------------------------------
 class Linear(Module):
-    """$y = x W^T + b$; x (..., in_features) -> y (..., out_features); W (out, in), b (out,).
+    r"""$y = x W^T + b$; x (..., in_features) -> y (..., out_features); W (out, in), b (out,).
 
-    Init (PyTorch's): W ~ kaiming_uniform(a=sqrt 5), i.e. $U(\\pm 1/\\sqrt{\\text{in}})$; b ~ the same bound.
+    Init (PyTorch's): W ~ kaiming_uniform(a=sqrt 5), i.e. $U(\pm 1/\sqrt{\text{in}})$; b ~ the same bound.
     """
 
     def __init__(self, in_features: int, out_features: int, bias: bool = True, *, dtype: Any = np.float32,
@@ -75,9 +75,9 @@ class Linear(Module):
 
 
 class Conv2d(Module):
-    """2-D cross-correlation: x (N, C, H, W) -> (N, K, OH, OW) with weight (K, C/G, KH, KW), bias (K,).
+    r"""2-D cross-correlation: x (N, C, H, W) -> (N, K, OH, OW) with weight (K, C/G, KH, KW), bias (K,).
 
-    $OH = \\lfloor (H + 2p - d(KH - 1) - 1)/s \\rfloor + 1$ (same for OW). Init as Linear with
+    $OH = \lfloor (H + 2p - d(KH - 1) - 1)/s \rfloor + 1$ (same for OW). Init as Linear with
     fan_in = C/G * KH * KW.
     """
 
@@ -134,9 +134,9 @@ class Conv2d(Module):
 
 
 class ConvTranspose2d(Module):
-    """Transposed 2-D convolution: x (N, C_in, H, W) -> (N, C_out, OH, OW), weight (C_in, C_out/G, KH, KW).
+    r"""Transposed 2-D convolution: x (N, C_in, H, W) -> (N, C_out, OH, OW), weight (C_in, C_out/G, KH, KW).
 
-    $OH = (H - 1)s - 2p + d(KH - 1) + \\text{output\\_padding} + 1$. Init as PyTorch's: its
+    $OH = (H - 1)s - 2p + d(KH - 1) + \text{output\_padding} + 1$. Init as PyTorch's: its
     fan_in is computed from the weight's axis 1, i.e. C_out/G * KH * KW.
     """
 
@@ -272,10 +272,10 @@ class _BatchNorm(Module):
 
 
 class BatchNorm1d(_BatchNorm):
-    """Batch normalization over (N, C) or (N, C, L): statistics per feature C, over N (and L).
+    r"""Batch normalization over (N, C) or (N, C, L): statistics per feature C, over N (and L).
 
     Train: normalize with the batch statistics and update running_mean/running_var (momentum m:
-    $r \\leftarrow (1-m) r + m s$, the variance unbiased). Eval: normalize with the running ones.
+    $r \leftarrow (1-m) r + m s$, the variance unbiased). Eval: normalize with the running ones.
     """
 
     _input_ndims = (2, 3)
@@ -340,7 +340,7 @@ class Identity(Module):
 
 
 class ReLU(Module):
-    """$\\max(x, 0)$, elementwise."""
+    r"""$\max(x, 0)$, elementwise."""
 
     def forward(self, x: Tensor) -> Tensor:
         return x.relu()

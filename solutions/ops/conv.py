@@ -165,7 +165,7 @@ def _conv_params(
 # The ops
 # --------------------------------------------------------------------------------------------
 class Conv2d(Function):
-    """$z[n,k] = b[k] + \\sum_{c,i,j} x_{pad}[n, c, s\\,oh + d\\,i, s\\,ow + d\\,j]\\, w[k, c, i, j]$ (per group).
+    r"""$z[n,k] = b[k] + \sum_{c,i,j} x_{pad}[n, c, s\,oh + d\,i, s\,ow + d\,j]\, w[k, c, i, j]$ (per group).
 
     Backward: dx is the transposed convolution of dz (`Conv2dInputGrad`), dw correlates x with
     dz (`Conv2dWeightGrad`), db sums dz over N, OH, OW.
@@ -251,7 +251,7 @@ def conv2d_input_grad(grad, weight, x_shape, stride=1, padding=0, dilation=1, gr
 
 
 class Conv2dWeightGrad(Function):
-    """dw from x and dz: $dw[k, c, i, j] = \\sum_{n, oh, ow} dz[n, k, oh, ow]\\, x_{pad}[n, c, s\\,oh + d\\,i, s\\,ow + d\\,j]$.
+    r"""dw from x and dz: $dw[k, c, i, j] = \sum_{n, oh, ow} dz[n, k, oh, ow]\, x_{pad}[n, c, s\,oh + d\,i, s\,ow + d\,j]$.
 
     Bilinear in x and dz: its derivative in x is the transposed convolution of dz by the
     upstream kernel-shaped gradient, in dz the convolution of x by it.

@@ -1,4 +1,4 @@
-"""conv_transpose2d: the transposed convolution, which is conv2d's input gradient run forward.
+r"""conv_transpose2d: the transposed convolution, which is conv2d's input gradient run forward.
 
 Book: chapter 4 (`book/04_conv_backward.md`), where dx of a convolution is derived.
 Tests: `tests/test_ops_more.py`, `tests/test_golden.py`.
@@ -10,7 +10,7 @@ role of dz, and PyTorch's weight layout for it, (C_in, C_out/G, KH, KW), is exac
 already exists: the gradient in x is conv2d, the gradient in the weight is conv2d's weight
 gradient. Nothing new to differentiate, and create_graph works through it.
 
-Output size: $OH = (H - 1)s - 2p + d(KH - 1) + \\text{output\\_padding} + 1$. Several output sizes
+Output size: $OH = (H - 1)s - 2p + d(KH - 1) + \text{output\_padding} + 1$. Several output sizes
 share one conv2d (a strided conv2d drops its last rows), and output_padding picks among them:
 extra rows at the bottom/right. The uncropped result has $(H-1)s + d(KH-1) + 1$ rows; padding
 crops p from the top and p - output_padding from the bottom, as a conv2d padding of
@@ -71,10 +71,10 @@ def _params(x_shape, w_shape, b_shape, stride, padding, output_padding, groups, 
 
 
 def conv_transpose2d(x, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1) -> Tensor:
-    """Transposed 2-D convolution with PyTorch's semantics and argument order.
+    r"""Transposed 2-D convolution with PyTorch's semantics and argument order.
 
     x (N, C_in, H, W), weight (C_in, C_out/groups, KH, KW), bias (C_out,) or None ->
-    (N, C_out, OH, OW), $OH = (H - 1)s - 2p + d(KH - 1) + \\text{output\\_padding} + 1$.
+    (N, C_out, OH, OW), $OH = (H - 1)s - 2p + d(KH - 1) + \text{output\_padding} + 1$.
     It is the input gradient of `conv2d(y, weight, stride=s, padding=p, dilation=d, groups=g)`
     for a y of the output's shape; output_padding must be below stride or dilation.
     """

@@ -32,7 +32,7 @@ def _const(mask: np.ndarray, like: Tensor) -> np.ndarray:
 # Arithmetic
 # --------------------------------------------------------------------------------------------
 class Add(Function):
-    """$z = x + y$: $\\partial z/\\partial x = \\partial z/\\partial y = 1$."""
+    r"""$z = x + y$: $\partial z/\partial x = \partial z/\partial y = 1$."""
 
     def forward(self, x, y):
         try:
@@ -64,7 +64,7 @@ class Sub(Function):
 
 
 class Mul(Function):
-    """$z = x y$: $\\partial z/\\partial x = y$, $\\partial z/\\partial y = x$."""
+    r"""$z = x y$: $\partial z/\partial x = y$, $\partial z/\partial y = x$."""
 
     def forward(self, x, y):
         try:
@@ -80,7 +80,7 @@ class Mul(Function):
 
 
 class Div(Function):
-    """$z = x / y$: $\\partial z/\\partial x = 1/y$, $\\partial z/\\partial y = -x/y^2$."""
+    r"""$z = x / y$: $\partial z/\partial x = 1/y$, $\partial z/\partial y = -x/y^2$."""
 
     def forward(self, x, y):
         try:
@@ -104,7 +104,7 @@ class Neg(Function):
 
 
 class PowScalar(Function):
-    """$z = x^p$ for a constant exponent p: $\\partial z/\\partial x = p x^{p-1}$."""
+    r"""$z = x^p$ for a constant exponent p: $\partial z/\partial x = p x^{p-1}$."""
 
     def __init__(self, exponent: float):
         self.exponent = exponent
@@ -121,7 +121,7 @@ class PowScalar(Function):
 
 
 class Pow(Function):
-    """$z = x^y$ with a tensor exponent: $\\partial z/\\partial y = x^y \\ln x$."""
+    r"""$z = x^y$ with a tensor exponent: $\partial z/\partial y = x^y \ln x$."""
 
     def forward(self, x, y):
         try:
@@ -149,7 +149,7 @@ class Pow(Function):
 # Unary functions
 # --------------------------------------------------------------------------------------------
 class Exp(Function):
-    """$\\partial e^x/\\partial x = e^x$: reuse the output."""
+    r"""$\partial e^x/\partial x = e^x$: reuse the output."""
 
     def forward(self, x):
         return np.exp(x)
@@ -168,7 +168,7 @@ class Log(Function):
 
 
 class Sqrt(Function):
-    """$\\partial \\sqrt{x}/\\partial x = 1 / (2\\sqrt{x})$."""
+    r"""$\partial \sqrt{x}/\partial x = 1 / (2\sqrt{x})$."""
 
     def forward(self, x):
         return np.sqrt(x)
@@ -200,7 +200,7 @@ class ReLU(Function):
 
 
 class Sigmoid(Function):
-    """$\\sigma'(x) = \\sigma(x)(1 - \\sigma(x))$."""
+    r"""$\sigma'(x) = \sigma(x)(1 - \sigma(x))$."""
 
     def forward(self, x):
         # exp(-|x|) never overflows; pick the algebraically equal form per sign.
@@ -213,7 +213,7 @@ class Sigmoid(Function):
 
 
 class Tanh(Function):
-    """$\\tanh'(x) = 1 - \\tanh^2(x)$."""
+    r"""$\tanh'(x) = 1 - \tanh^2(x)$."""
 
     def forward(self, x):
         return np.tanh(x)

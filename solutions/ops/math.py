@@ -16,7 +16,7 @@ from ..graph import Function, Tensor, as_tensor
 
 
 class Sin(Function):
-    """$\\partial \\sin x/\\partial x = \\cos x$."""
+    r"""$\partial \sin x/\partial x = \cos x$."""
 
     def forward(self, x):
         return np.sin(x)
@@ -27,7 +27,7 @@ class Sin(Function):
 
 
 class Cos(Function):
-    """$\\partial \\cos x/\\partial x = -\\sin x$."""
+    r"""$\partial \cos x/\partial x = -\sin x$."""
 
     def forward(self, x):
         return np.cos(x)

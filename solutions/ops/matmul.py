@@ -11,7 +11,7 @@ from .shape import swapaxes, unbroadcast
 
 
 class MatMul(Function):
-    """$Z = X W$: $\\partial L/\\partial X = G W^T$, $\\partial L/\\partial W = X^T G$.
+    r"""$Z = X W$: $\partial L/\partial X = G W^T$, $\partial L/\partial W = X^T G$.
 
     A 1-D operand is a row (left) or column (right) vector with that axis removed from the
     result; batch axes broadcast, so their gradients are summed back with `unbroadcast`.

@@ -127,7 +127,7 @@ def max_pool2d_gather_array(g, index, kernel, stride, pad):
 
 
 class MaxPool2d(Function):
-    """$z = \\max$ over each window; the gradient goes to the first maximum of each window."""
+    r"""$z = \max$ over each window; the gradient goes to the first maximum of each window."""
 
     def __init__(self, kernel_size: Pair, stride: Pair, padding: Pair):
         self.kernel_size, self.stride, self.padding = kernel_size, stride, padding
@@ -215,7 +215,7 @@ def avg_pool2d_scatter_array(grad, x_shape, kernel, stride, pad):
 
 
 class AvgPool2d(Function):
-    """$z = \\frac{1}{KH\\,KW} \\sum$ over each window (padding zeros included in the count)."""
+    r"""$z = \frac{1}{KH\,KW} \sum$ over each window (padding zeros included in the count)."""
 
     def __init__(self, kernel_size: Pair, stride: Pair, padding: Pair):
         self.kernel_size, self.stride, self.padding = kernel_size, stride, padding
@@ -288,7 +288,7 @@ def _taps_to_cols(taps, kernel):
 
 
 class MaxPool2dDilated(Function):
-    """$z = \\max$ over each dilated window; the gradient goes to each window's winning tap."""
+    r"""$z = \max$ over each dilated window; the gradient goes to each window's winning tap."""
 
     def __init__(self, kernel_size: Pair, stride: Pair, padding: Pair, dilation: Pair):
         self.kernel_size, self.stride, self.padding, self.dilation = kernel_size, stride, padding, dilation

@@ -13,7 +13,7 @@ from .shape import axis_error, broadcast_to, flip, kept_shape, normalize_axis, p
 
 
 class Sum(Function):
-    """$z = \\sum_{axes} x$: every summed element gets the upstream gradient once."""
+    r"""$z = \sum_{axes} x$: every summed element gets the upstream gradient once."""
 
     def __init__(self, axes: tuple[int, ...], keepdims: bool):
         self.axes, self.keepdims = axes, keepdims
@@ -121,10 +121,10 @@ def _count(shape: tuple[int, ...], axes: tuple[int, ...]) -> int:
 
 
 class Std(Function):
-    """$s = \\sqrt{\\sum (x - \\bar x)^2 / (n - c)}$ over axes, c the correction (1: unbiased).
+    r"""$s = \sqrt{\sum (x - \bar x)^2 / (n - c)}$ over axes, c the correction (1: unbiased).
 
-    $\\partial s/\\partial x = (x - \\bar x) / ((n - c) s)$, and 0 where s = 0 (a constant slice),
-    as PyTorch: $\\sqrt{\\cdot}$ has no derivative at 0, and 0 is the subgradient that keeps
+    $\partial s/\partial x = (x - \bar x) / ((n - c) s)$, and 0 where s = 0 (a constant slice),
+    as PyTorch: $\sqrt{\cdot}$ has no derivative at 0, and 0 is the subgradient that keeps
     training finite. With n - c <= 0 the result is nan (or inf), as in PyTorch, and so is its gradient.
     """
 
@@ -183,7 +183,7 @@ def _cumprod_last(y: Tensor) -> Tensor:
 
 
 def _others_product(x: Tensor, axes: tuple[int, ...]) -> Tensor:
-    """$\\prod_{j \\ne i} x_j$ over each reduced slice, for every i: prod's gradient, exact with
+    r"""$\prod_{j \ne i} x_j$ over each reduced slice, for every i: prod's gradient, exact with
     zeros. The product before i times the product after i, both running products."""
     y, perm = _move_last(x, axes)
     n = y.shape[-1]
@@ -195,7 +195,7 @@ def _others_product(x: Tensor, axes: tuple[int, ...]) -> Tensor:
 
 
 class Prod(Function):
-    """$z = \\prod_{axes} x$: $\\partial z/\\partial x_i = \\prod_{j \\ne i} x_j$, computed without
+    r"""$z = \prod_{axes} x$: $\partial z/\partial x_i = \prod_{j \ne i} x_j$, computed without
     dividing by $x_i$ (z / x_i would be 0/0 at a zero), so one zero, two zeros, all are exact."""
 
     def __init__(self, axes: tuple[int, ...], keepdims: bool):
@@ -219,8 +219,8 @@ def prod(x, axis=None, keepdims: bool = False) -> Tensor:
 
 
 class CumSum(Function):
-    """Running sum along one axis. Its adjoint is the running sum from the other end:
-    $z_j = \\sum_{i \\le j} x_i$ gives $\\partial L/\\partial x_i = \\sum_{j \\ge i} g_j$."""
+    r"""Running sum along one axis. Its adjoint is the running sum from the other end:
+    $z_j = \sum_{i \le j} x_i$ gives $\partial L/\partial x_i = \sum_{j \ge i} g_j$."""
 
     def __init__(self, axis: int):
         self.axis = axis

@@ -20,8 +20,8 @@ def _stable_logsumexp(x: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
 
 
 class Softmax(Function):
-    """$s = e^x / \\sum e^x$. Backward is the vector-Jacobian product
-    $g^T J = s \\odot (g - \\langle g, s\\rangle)$: O(n), never the n-by-n Jacobian."""
+    r"""$s = e^x / \sum e^x$. Backward is the vector-Jacobian product
+    $g^T J = s \odot (g - \langle g, s\rangle)$: O(n), never the n-by-n Jacobian."""
 
     def __init__(self, axis: int):
         self.axis = axis
@@ -36,7 +36,7 @@ class Softmax(Function):
 
 
 class LogSoftmax(Function):
-    """$x - \\operatorname{logsumexp}(x)$; backward $g - \\operatorname{softmax}(x) \\sum g$."""
+    r"""$x - \operatorname{logsumexp}(x)$; backward $g - \operatorname{softmax}(x) \sum g$."""
 
     def __init__(self, axis: int):
         self.axis = axis
@@ -49,7 +49,7 @@ class LogSoftmax(Function):
 
 
 class LogSumExp(Function):
-    """$\\log \\sum e^x$ over axes; its gradient is the softmax over those axes."""
+    r"""$\log \sum e^x$ over axes; its gradient is the softmax over those axes."""
 
     def __init__(self, axes: tuple[int, ...], keepdims: bool):
         self.axes, self.keepdims = axes, keepdims
