@@ -1,11 +1,12 @@
 """autograder check: solutions full, unanswered 0, mutants caught by their own exercise only."""
 
 import pytest
-from autograder_support import ASSIGNMENT, FIXTURE, autograder, make_course, source_notebook, table
 
 from autograder.course import CourseError
 from autograder.mutants import Mutant
 from autograder.selfcheck import apply_mutant
+
+from autograder_support import ASSIGNMENT, FIXTURE, autograder, make_course, source_notebook, table
 
 pytestmark = pytest.mark.xdist_group("autograder")
 

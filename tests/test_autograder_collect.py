@@ -7,9 +7,10 @@ import zipfile
 from pathlib import PurePosixPath
 
 import pytest
-from autograder_support import ASSIGNMENT, NOTEBOOK, autograder, make_course, source_notebook, table
 
 from autograder.collect import identify
+
+from autograder_support import ASSIGNMENT, NOTEBOOK, autograder, make_course, source_notebook, table
 
 pytestmark = pytest.mark.xdist_group("autograder")
 

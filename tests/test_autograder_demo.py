@@ -6,10 +6,11 @@ import re
 from html import unescape
 
 import pytest
-from autograder_support import ASSIGNMENT, NOTEBOOK, make_course, source_notebook, use_toy_registry
 
 from autograder import cli
 from autograder.course import Course
+
+from autograder_support import ASSIGNMENT, NOTEBOOK, make_course, source_notebook, use_toy_registry
 
 pytestmark = [pytest.mark.xdist_group("autograder"), pytest.mark.slow]
 

@@ -20,6 +20,8 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from nbgrader.utils import parse_utc
+
 from autograder_support import (
     ASSIGNMENT,
     NOTEBOOK,
@@ -32,7 +34,6 @@ from autograder_support import (
     table,
     use_toy_registry,
 )
-from nbgrader.utils import parse_utc
 
 pytestmark = [pytest.mark.xdist_group("autograder"), pytest.mark.slow]
 

@@ -14,6 +14,10 @@ import uuid
 from pathlib import Path
 
 import pytest
+
+from autograder import grade as grading
+from autograder.grade import Ledger, Limits, grade
+
 from autograder_support import (
     ASSIGNMENT,
     NOTEBOOK,
@@ -30,9 +34,6 @@ from autograder_support import (
     use_toy_registry,
     with_solution,
 )
-
-from autograder import grade as grading
-from autograder.grade import Ledger, Limits, grade
 
 pytestmark = [pytest.mark.xdist_group("autograder"), pytest.mark.slow]
 

@@ -14,6 +14,9 @@ import tempfile
 from pathlib import Path
 
 import pytest
+
+from autograder.course import Course
+
 from autograder_support import (
     ASSIGNMENT,
     SOLUTIONS,
@@ -26,8 +29,6 @@ from autograder_support import (
     use_toy_registry,
     with_solution,
 )
-
-from autograder.course import Course
 
 pytestmark = [pytest.mark.xdist_group("autograder"), pytest.mark.slow]
 

@@ -4,6 +4,9 @@ import json
 import shutil
 
 import pytest
+
+from autograder.release import MIN_CHARS, signature
+
 from autograder_support import (
     ASSIGNMENT,
     NOTEBOOK,
@@ -14,8 +17,6 @@ from autograder_support import (
     submit,
     use_toy_registry,
 )
-
-from autograder.release import MIN_CHARS, signature
 
 pytestmark = pytest.mark.xdist_group("autograder")
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from engine_strategies import broadcast_pairs, leaf, matmul_shapes, nonzero, positive, seeds, separated_pair, uniform
 from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
@@ -17,6 +16,8 @@ from hypothesis.extra import numpy as hnp
 import solutions as S
 from solutions import Tensor
 from solutions.testing import assert_close, gradcheck, gradgradcheck
+
+from engine_strategies import broadcast_pairs, leaf, matmul_shapes, nonzero, positive, seeds, separated_pair, uniform
 
 
 # --------------------------------------------------------------------------------------------

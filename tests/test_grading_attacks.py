@@ -22,10 +22,11 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from autograder_support import autograder, table
 
 from autograder.course import Course, grade_id_exercise
 from autograder.judge.session import UID_BASE
+
+from autograder_support import autograder, table
 
 pytestmark = [pytest.mark.xdist_group("autograder"), pytest.mark.slow]
 

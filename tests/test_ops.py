@@ -10,6 +10,14 @@ import warnings
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+import solutions as S
+from solutions import Tensor
+from solutions.testing import assert_close, gradcheck, gradgradcheck
+
 from engine_strategies import (
     as_tuple,
     avoiding,
@@ -23,13 +31,6 @@ from engine_strategies import (
     shapes,
     uniform,
 )
-from hypothesis import given
-from hypothesis import strategies as st
-from hypothesis.extra import numpy as hnp
-
-import solutions as S
-from solutions import Tensor
-from solutions.testing import assert_close, gradcheck, gradgradcheck
 
 
 # --------------------------------------------------------------------------------------------

@@ -13,7 +13,6 @@ import warnings
 
 import numpy as np
 import pytest
-from engine_strategies import as_tuple, axes_for, distinct, leaf, nonscalar_shapes, seeds, shapes, uniform
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -22,6 +21,8 @@ from solutions import Tensor, nn
 from solutions.graph import toposort
 from solutions.ops import kernels
 from solutions.testing import assert_close, gradcheck, gradgradcheck
+
+from engine_strategies import as_tuple, axes_for, distinct, leaf, nonscalar_shapes, seeds, shapes, uniform
 
 
 # --------------------------------------------------------------------------------------------
