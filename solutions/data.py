@@ -125,7 +125,7 @@ def stratified_split(labels: np.ndarray, test_size: float, seed: int) -> tuple[n
     short = math.ceil(test_size * len(labels)) - take.sum()
     take[np.argsort(-(exact - take), kind="stable")[:short]] += 1
     rng = np.random.default_rng(seed)
-    test = [rng.permutation(np.flatnonzero(labels == c))[:k] for c, k in zip(classes, take)]
+    test = [rng.permutation(np.flatnonzero(labels == c))[:k] for c, k in zip(classes, take, strict=True)]
     test_idx = np.sort(np.concatenate(test))
     train_idx = np.setdiff1d(np.arange(len(labels)), test_idx)
     return train_idx, test_idx
@@ -144,7 +144,8 @@ def _digits_raw() -> tuple[np.ndarray, np.ndarray]:
     try:
         from sklearn.datasets import load_digits as sklearn_load_digits
     except ImportError:
-        raise ImportError("load_digits needs scikit-learn, which ships the digits images: pip install scikit-learn") from None
+        raise ImportError("load_digits needs scikit-learn, which ships the digits images: "
+                          "pip install scikit-learn") from None
     bunch = sklearn_load_digits()
     return bunch.images.astype(np.float64), bunch.target.astype(np.int64)
 

@@ -14,7 +14,6 @@ from types import ModuleType
 from typing import Any, Iterator
 
 
-
 def _modules() -> list[ModuleType]:
     """The engine's modules: the graph and every op module (not layers, optimizers or examples,
     whose names, such as the `Tanh` layer, would otherwise shadow the ops')."""

@@ -72,7 +72,8 @@ def _as_array_fn(fn: Callable, inputs: Sequence[Any], which: int) -> Callable[[n
     return f
 
 
-def numerical_grad(f: Callable[[np.ndarray], np.ndarray], x: np.ndarray, upstream: np.ndarray, eps: float = 1e-6) -> np.ndarray:
+def numerical_grad(f: Callable[[np.ndarray], np.ndarray], x: np.ndarray, upstream: np.ndarray,
+                   eps: float = 1e-6) -> np.ndarray:
     """Central differences of <upstream, f(x)> with respect to every element of x (float64)."""
     x = np.array(x, dtype=np.float64)
     g = np.zeros_like(x)
@@ -210,9 +211,11 @@ def gradcheck(
         if analytic is None:
             if np.allclose(numeric, 0, atol=atol):
                 continue
-            raise GradcheckError(f"gradcheck: input {i} (shape {x.data.shape}) received no gradient, but its numerical gradient is non-zero")
+            raise GradcheckError(f"gradcheck: input {i} (shape {x.data.shape}) received no gradient, "
+                                 "but its numerical gradient is non-zero")
         if analytic.shape != numeric.shape:
-            raise GradcheckError(f"gradcheck: input {i}: gradient shape {analytic.shape} != input shape {numeric.shape}")
+            raise GradcheckError(f"gradcheck: input {i}: gradient shape {analytic.shape} "
+                                 f"!= input shape {numeric.shape}")
         bad = ~np.isclose(analytic, numeric, rtol=rtol, atol=atol)
         if bad.any():
             k = np.unravel_index(np.argmax(np.abs(analytic - numeric) * bad), bad.shape)

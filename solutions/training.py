@@ -35,7 +35,7 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from solutions import no_grad, nn, optim
+from solutions import nn, no_grad, optim
 from solutions.data import DataLoader, TensorDataset, load_digits
 from solutions.graph import Tensor
 from solutions.nn import functional as F
@@ -55,7 +55,8 @@ def make_cnn(seed: int = 0, dtype: Any = np.float32) -> nn.Module:
 
     def block(c_in: int, c_out: int) -> list[nn.Module]:
         # The convolution's bias would be cancelled by BatchNorm's mean subtraction: leave it out.
-        return [nn.Conv2d(c_in, c_out, 3, padding=1, bias=False, dtype=dtype, rng=rng), nn.BatchNorm2d(c_out, dtype=dtype), nn.ReLU()]
+        return [nn.Conv2d(c_in, c_out, 3, padding=1, bias=False, dtype=dtype, rng=rng),
+                nn.BatchNorm2d(c_out, dtype=dtype), nn.ReLU()]
 
     return nn.Sequential(
         *block(1, 32),            # (N, 32, 8, 8)
@@ -115,7 +116,8 @@ def random_shift(images: np.ndarray, rng: np.random.Generator, max_shift: int = 
 # --------------------------------------------------------------------------------------------
 # Training
 # --------------------------------------------------------------------------------------------
-def evaluate(model: nn.Module, loader: DataLoader, loss_fn: Callable[[Tensor, Tensor], Tensor] = F.cross_entropy) -> dict[str, Any]:
+def evaluate(model: nn.Module, loader: DataLoader,
+             loss_fn: Callable[[Tensor, Tensor], Tensor] = F.cross_entropy) -> dict[str, Any]:
     """Mean loss, accuracy, and every prediction and label, in eval mode without a graph.
 
     `loss_fn(logits, labels)` returns a batch mean (the same function as in training, so that
@@ -187,7 +189,8 @@ def train(
         progress = False
         tqdm = _NoBar
 
-    history: dict[str, list[float]] = {k: [] for k in ("train_loss", "train_accuracy", "test_loss", "test_accuracy", "seconds")}
+    history: dict[str, list[float]] = {
+        k: [] for k in ("train_loss", "train_accuracy", "test_loss", "test_accuracy", "seconds")}
     base_lrs = [g["lr"] for g in optimizer.param_groups]
     total = epochs * len(loaders["train"])
     step = 0
@@ -198,7 +201,7 @@ def train(
         loss_sum, correct, seen = 0.0, 0, 0
         for x, y in loaders["train"]:
             if schedule is not None:
-                for group, base in zip(optimizer.param_groups, base_lrs):
+                for group, base in zip(optimizer.param_groups, base_lrs, strict=True):
                     group["lr"] = schedule(base, step, total)
             if augment is not None:
                 x = Tensor(augment(x.data))
@@ -306,7 +309,8 @@ def format_confusion(cm: np.ndarray) -> str:
     return "\n".join([head, *rows])
 
 
-def plot_history(histories: dict[str, dict[str, list[float]]], path: str | Path, loss_notes: dict[str, str] | None = None) -> Path:
+def plot_history(histories: dict[str, dict[str, list[float]]], path: str | Path,
+                 loss_notes: dict[str, str] | None = None) -> Path:
     """Loss and accuracy per epoch, train and test, one color per model; saved as PNG.
 
     `loss_notes` adds a remark to a model's loss legend, e.g. {"CNN": "label smoothing 0.1"}:
@@ -319,7 +323,7 @@ def plot_history(histories: dict[str, dict[str, list[float]]], path: str | Path,
 
     notes = loss_notes or {}
     fig, (ax_loss, ax_acc) = plt.subplots(1, 2, figsize=(10, 4))
-    for (name, h), color in zip(histories.items(), ("tab:blue", "tab:orange", "tab:green")):
+    for (name, h), color in zip(histories.items(), ("tab:blue", "tab:orange", "tab:green"), strict=False):
         epochs = np.arange(1, len(h["train_loss"]) + 1)
         note = f" ({notes[name]})" if name in notes else ""
         ax_loss.plot(epochs, h["train_loss"], color=color, linestyle="--", label=f"{name} train{note}")
@@ -361,12 +365,14 @@ def plot_confusion(cm: np.ndarray, path: str | Path, title: str = "confusion mat
 
 
 def main(argv: list[str] | None = None) -> dict[str, dict[str, Any]]:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", choices=("cnn", "mlp", "both"), default="both")
     parser.add_argument("--epochs", type=int, default=None, help="default: 15 for the CNN, 20 for the MLP")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=Path("_build/train_digits"))
-    parser.add_argument("--threads", type=int, default=1, help="BLAS threads (0: the library's default); see blas_threads")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="BLAS threads (0: the library's default); see blas_threads")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar (for logs)")
     args = parser.parse_args(argv)
 
@@ -375,7 +381,8 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, Any]]:
     histories, results, notes = {}, {}, {}
     for name in names:
         t0 = time.perf_counter()
-        model, history, final = fit(name, args.seed, args.epochs, progress=not args.no_progress, threads=args.threads or None)
+        model, history, final = fit(name, args.seed, args.epochs, progress=not args.no_progress,
+                                    threads=args.threads or None)
         seconds = time.perf_counter() - t0
         cm = confusion_matrix(final["labels"], final["predictions"])
         histories[name.upper()] = history
@@ -383,7 +390,8 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, Any]]:
         if smoothing:
             notes[name.upper()] = f"label smoothing {smoothing}"
         results[name] = {"accuracy": final["accuracy"], "seconds": seconds, "confusion": cm}
-        png = plot_confusion(cm, args.out / f"confusion_{name}.png", f"{name.upper()}: test accuracy {final['accuracy']:.2%}")
+        png = plot_confusion(cm, args.out / f"confusion_{name}.png",
+                             f"{name.upper()}: test accuracy {final['accuracy']:.2%}")
         print(f"\n{name.upper()} ({sum(p.size for p in model.parameters())} parameters, seed {args.seed}): "
               f"test accuracy {final['accuracy']:.2%} "
               f"({int(np.trace(cm))}/{cm.sum()}), trained in {seconds:.1f} s")

@@ -39,7 +39,7 @@ import numpy as np
 from ..graph import Function, Tensor
 from . import kernels
 from .conv import _conv_params
-from .im2col import Pair, as_pair, as_padding, positive_pair
+from .im2col import Pair, as_padding, as_pair, positive_pair
 from .shape import concatenate, flip, pad
 
 
@@ -52,7 +52,8 @@ def _dilated_hw(hw: tuple[int, int], stride: Pair, size: Any, op: str) -> tuple[
         return minimal
     target = as_pair(size, "size", op)
     if target[0] < minimal[0] or target[1] < minimal[1]:
-        raise ValueError(f"{op}: size {target} is smaller than the dilated size {minimal} of a {hw} image with stride {stride}")
+        raise ValueError(f"{op}: size {target} is smaller than the dilated size {minimal} of a {hw} image "
+                         f"with stride {stride}")
     return target
 
 
@@ -126,7 +127,8 @@ def erode(x, stride, size=None):
     available = (-(-h // stride_[0]), -(-w // stride_[1]))
     target = available if size is None else as_pair(size, "size", "erode")
     if target[0] > available[0] or target[1] > available[1] or min(target) < 1:
-        raise ValueError(f"erode: cannot keep {target} samples from a {(h, w)} image with stride {stride_} (at most {available})")
+        raise ValueError(f"erode: cannot keep {target} samples from a {(h, w)} image with stride {stride_} "
+                         f"(at most {available})")
     if isinstance(x, Tensor):
         return Erode.apply(x, stride=stride_, size=target)
     return kernels.erode_array(np.asarray(x), stride_, target)
@@ -211,7 +213,8 @@ def conv2d_backward_derived(x, weight, grad_out, stride=1, padding=0, dilation=1
     H1, W1 = Hp - KHd + 1, Wp - KWd + 1  # output size of the same convolution with stride 1
     expected = (N, K, (H1 - 1) // sh + 1, (W1 - 1) // sw + 1)
     if tuple(grad_out.shape) != expected:
-        raise ValueError(f"conv2d_backward_derived: grad_out has shape {tuple(grad_out.shape)}, but the convolution's output has shape {expected}")
+        raise ValueError(f"conv2d_backward_derived: grad_out has shape {tuple(grad_out.shape)}, "
+                         f"but the convolution's output has shape {expected}")
     g1 = dilate(grad_out, (sh, sw), size=(H1, W1))  # (N, K, H1, W1), stride-1 gradient
 
     # dx: full convolution of g1 with the rotated kernel, input and output channels swapped per group.

@@ -60,7 +60,7 @@ class Sub(Function):
         x, y = self.inputs
         # d(x - y) = dx - dy: x's share is grad, y's is -grad, each summed back to its input's shape
         return tuple(unbroadcast(g, t.shape) if needed else None
-                     for g, t, needed in zip((grad, -grad), (x, y), self.needs_input_grad))
+                     for g, t, needed in zip((grad, -grad), (x, y), self.needs_input_grad, strict=True))
 
 
 class Mul(Function):

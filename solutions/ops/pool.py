@@ -162,14 +162,16 @@ class MaxPool2dScatter(Function):
         self.kernel_size, self.stride, self.padding = kernel_size, stride, padding
 
     def forward(self, grad):
-        return kernels.max_pool2d_scatter_array(grad, self.index, self.x_shape, self.kernel_size, self.stride, self.padding)
+        return kernels.max_pool2d_scatter_array(grad, self.index, self.x_shape, self.kernel_size, self.stride,
+                                                self.padding)
 
     def backward(self, g):
         return max_pool2d_gather(g, self.index, self.kernel_size, self.stride, self.padding)
 
 
 def max_pool2d_scatter(grad, index, x_shape, kernel_size, stride, padding) -> Tensor:
-    return MaxPool2dScatter.apply(grad, index=index, x_shape=tuple(x_shape), kernel_size=kernel_size, stride=stride, padding=padding)
+    return MaxPool2dScatter.apply(grad, index=index, x_shape=tuple(x_shape), kernel_size=kernel_size, stride=stride,
+                                  padding=padding)
 
 
 class MaxPool2dGather(Function):

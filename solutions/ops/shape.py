@@ -71,7 +71,7 @@ def unbroadcast(grad: Tensor, shape: tuple[int, ...]) -> Tensor:
     if have == shape:
         return grad
     lead = len(have) - len(shape)
-    if lead < 0 or any(n != 1 and n != m for n, m in zip(shape, have[lead:])):
+    if lead < 0 or any(n != 1 and n != m for n, m in zip(shape, have[lead:], strict=True)):
         raise ValueError(f"unbroadcast: a gradient of shape {have} cannot be summed back to shape {shape}")
     stretched = tuple(lead + i for i, n in enumerate(shape) if n == 1 and have[lead + i] != 1)
     if not stretched:  # only leading axes were added: one sum removes them
@@ -112,7 +112,8 @@ class Reshape(Function):
         try:
             return x.reshape(self.shape)
         except ValueError:
-            raise ValueError(f"reshape: cannot reshape a tensor of shape {x.shape} ({x.size} elements) into {self.shape}") from None
+            raise ValueError(f"reshape: cannot reshape a tensor of shape {x.shape} ({x.size} elements) "
+                             f"into {self.shape}") from None
 
     def backward(self, grad):
         (x,) = self.inputs
@@ -187,7 +188,10 @@ unsqueeze = expand_dims
 
 def squeeze(x, axis=None) -> Tensor:
     x = as_tensor(x)
-    axes = normalize_axis(axis, x.ndim, "squeeze") if axis is not None else tuple(i for i, n in enumerate(x.shape) if n == 1)
+    if axis is None:
+        axes = tuple(i for i, n in enumerate(x.shape) if n == 1)
+    else:
+        axes = normalize_axis(axis, x.ndim, "squeeze")
     for a in axes:
         if x.shape[a] != 1:
             raise ValueError(f"squeeze: axis {a} has size {x.shape[a]}, not 1 (shape {x.shape})")
