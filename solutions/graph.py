@@ -203,7 +203,8 @@ class Tensor:
 
     def item(self) -> float:
         if self.data.size != 1:
-            raise ValueError(f"item: only one-element tensors can be converted to a Python scalar, got shape {self.shape}")
+            raise ValueError("item: only one-element tensors can be converted to a Python scalar, "
+                             f"got shape {self.shape}")
         return self.data.item()
 
     def numpy(self) -> np.ndarray:
@@ -217,7 +218,8 @@ class Tensor:
 
     def __bool__(self) -> bool:
         if self.data.size != 1:
-            raise ValueError(f"the truth value of a tensor of shape {self.shape} is ambiguous; use .any() or .all() on .data")
+            raise ValueError(f"the truth value of a tensor of shape {self.shape} is ambiguous; "
+                             "use .any() or .all() on .data")
         return bool(self.data)
 
     def __float__(self) -> float:
@@ -375,7 +377,7 @@ class Function:
     _output_ref: "weakref.ref[Tensor] | None" = None
     _freed = False
 
-    def forward(self, *arrays: np.ndarray) -> np.ndarray:
+    def forward(self, *arrays: Any) -> np.ndarray:
         raise NotImplementedError(f"{type(self).__name__}.forward is not implemented")
 
     def backward(self, grad: Tensor) -> Tensor | None | Sequence[Tensor | None]:
@@ -411,7 +413,8 @@ class Function:
             if not (isinstance(x, Tensor) and isinstance(y, Tensor)):
                 args = _coerce(args)
                 x, y = args
-            data, needs = fn.forward(x.data, y.data), (x._requires_grad, y._requires_grad)
+            needs: tuple[bool, ...] = (x._requires_grad, y._requires_grad)
+            data = fn.forward(x.data, y.data)
         elif len(args) == 1:
             (x,) = args
             if not isinstance(x, Tensor):
@@ -571,7 +574,7 @@ def input_grads(fn: Function, grad: Tensor) -> list[tuple[Tensor, Tensor]]:
                     g = _check_grad(fn, x, g)
                 pairs.append((x, g))
         return pairs
-    for x, g, needed in zip(inputs, grads, needs):
+    for x, g, needed in zip(inputs, grads, needs, strict=True):
         if g is not None and needed:
             if not (isinstance(g, Tensor) and g.data.shape == x.data.shape and g.data.dtype == x.data.dtype):
                 g = _check_grad(fn, x, g)
@@ -592,7 +595,7 @@ def run_backward(
     was called on them. Each Function is freed after its backward unless `retain_graph`. With
     `create_graph`, the backward pass is itself recorded, so the gradients can be differentiated.
     """
-    pending = {}  # id(tensor) -> the sum of the gradients it has received so far
+    pending: dict[int, Any] = {}  # id(tensor) -> the sum of the gradients it has received so far
     for k, root in enumerate(roots):
         g = Tensor(np.ones_like(root.data)) if grads is None else grads[k]
         total = pending.get(id(root))
@@ -618,7 +621,7 @@ def run_backward(
 def _seeds(roots: Sequence[Tensor], grads: Sequence[Any] | None, caller: str) -> list[Tensor] | None:
     """Check the roots and their gradients for `caller` and return the gradients as Tensors of the
     roots' shapes and dtypes (None stays None: then every root has one element)."""
-    for i, root in enumerate(roots):
+    for root in roots:
         if not root._requires_grad:
             raise RuntimeError(
                 f"{caller}: this tensor (shape {root.shape}) does not require grad and has no grad_fn; "
@@ -632,7 +635,7 @@ def _seeds(roots: Sequence[Tensor], grads: Sequence[Any] | None, caller: str) ->
     if grads is None:
         return None
     seeds = []
-    for root, grad in zip(roots, grads):
+    for root, grad in zip(roots, grads, strict=True):
         g = as_tensor(grad, like=root)
         if g.shape != root.shape:
             raise ValueError(f"{caller}: grad has shape {g.shape} but the output has shape {root.shape}")
@@ -647,7 +650,7 @@ def grad(
     retain_graph: bool | None = None,
     create_graph: bool = False,
     allow_unused: bool = False,
-) -> tuple[Tensor, ...]:
+) -> tuple[Tensor | None, ...]:
     """Gradients of `outputs` with respect to `inputs`, returned instead of stored in `.grad`.
 
     Like `torch.autograd.grad`; with `create_graph=True` the results are themselves
@@ -676,7 +679,7 @@ def grad(
     finally:
         for t, g, retains in reversed(saved):  # an input listed twice gets its first state back
             t.grad, t.retains_grad = g, retains
-    for i, (t, g) in enumerate(zip(ins, result)):
+    for i, (t, g) in enumerate(zip(ins, result, strict=True)):
         if g is None and not allow_unused:
             raise RuntimeError(
                 f"grad: input {i} (shape {t.shape}) was not used to compute the outputs; "

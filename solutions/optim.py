@@ -33,7 +33,8 @@ class Optimizer:
         self.param_groups: list[dict[str, Any]] = []
         params = list(params)
         if not params:
-            raise ValueError(f"{type(self).__name__}: got an empty parameter list (did model.parameters() run out? it is an iterator)")
+            raise ValueError(f"{type(self).__name__}: got an empty parameter list "
+                             "(did model.parameters() run out? it is an iterator)")
         groups = params if isinstance(params[0], dict) else [{"params": params}]
         seen: set[int] = set()
         for group in groups:
@@ -63,7 +64,8 @@ class Optimizer:
                     continue
                 g = p.grad.data
                 if g.shape != p.data.shape:
-                    raise RuntimeError(f"{type(self).__name__}: grad of shape {g.shape} for a parameter of shape {p.shape}")
+                    raise RuntimeError(f"{type(self).__name__}: grad of shape {g.shape} "
+                                       f"for a parameter of shape {p.shape}")
                 self._update(p, g.astype(p.data.dtype, copy=False), group, self.state.setdefault(p, {}))
 
     def _update(self, p: Tensor, g: np.ndarray, group: dict[str, Any], state: dict[str, Any]) -> None:
@@ -73,7 +75,8 @@ class Optimizer:
     def state_dict(self) -> dict[str, Any]:
         """Hyperparameters per group, and each parameter's state keyed by its position (0, 1, ...)."""
         index = {id(p): i for i, p in enumerate(p for g in self.param_groups for p in g["params"])}
-        groups = [{**{k: v for k, v in g.items() if k != "params"}, "params": [index[id(p)] for p in g["params"]]} for g in self.param_groups]
+        groups = [{**{k: v for k, v in g.items() if k != "params"}, "params": [index[id(p)] for p in g["params"]]}
+                  for g in self.param_groups]
         state = {
             index[id(p)]: {k: np.array(v, copy=True) if isinstance(v, np.ndarray) else v for k, v in s.items()}
             for p, s in self.state.items()
@@ -83,11 +86,12 @@ class Optimizer:
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         groups = state_dict["param_groups"]
         if len(groups) != len(self.param_groups) or any(
-            len(a["params"]) != len(b["params"]) for a, b in zip(groups, self.param_groups)
+            len(a["params"]) != len(b["params"]) for a, b in zip(groups, self.param_groups, strict=True)
         ):
-            raise ValueError(f"{type(self).__name__}.load_state_dict: the saved groups do not match this optimizer's parameters")
+            raise ValueError(f"{type(self).__name__}.load_state_dict: the saved groups do not match "
+                             "this optimizer's parameters")
         params = [p for g in self.param_groups for p in g["params"]]
-        for saved, group in zip(groups, self.param_groups):
+        for saved, group in zip(groups, self.param_groups, strict=True):
             group.update({k: v for k, v in saved.items() if k != "params"})
         self.state = {
             params[int(i)]: {k: np.array(v, copy=True) if isinstance(v, np.ndarray) else v for k, v in s.items()}
@@ -126,8 +130,10 @@ class SGD(Optimizer):
         if momentum < 0 or weight_decay < 0:
             raise ValueError(f"SGD: momentum ({momentum}) and weight_decay ({weight_decay}) must be >= 0")
         if nesterov and (momentum <= 0 or dampening != 0):
-            raise ValueError(f"SGD: Nesterov momentum needs momentum > 0 and dampening = 0 (got {momentum}, {dampening})")
-        super().__init__(params, dict(lr=lr, momentum=momentum, dampening=dampening, nesterov=nesterov, weight_decay=weight_decay))
+            raise ValueError("SGD: Nesterov momentum needs momentum > 0 and dampening = 0 "
+                             f"(got {momentum}, {dampening})")
+        super().__init__(params, dict(lr=lr, momentum=momentum, dampening=dampening, nesterov=nesterov,
+                                      weight_decay=weight_decay))
 
     def _update(self, p, g, group, state):
         wd, mu = group["weight_decay"], group["momentum"]

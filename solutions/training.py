@@ -270,7 +270,7 @@ def fit(
     and augmentation, hence the same numbers. `splits` replaces the standard train/test split
     (see `make_loaders`).
     """
-    settings = {"cnn": CNN_SETTINGS, "mlp": MLP_SETTINGS}.get(model_name)
+    settings: dict[str, Any] | None = {"cnn": CNN_SETTINGS, "mlp": MLP_SETTINGS}.get(model_name)
     if settings is None:
         raise ValueError(f"fit: model must be 'cnn' or 'mlp', got {model_name!r}")
     model = make_cnn(seed) if model_name == "cnn" else make_mlp(seed)

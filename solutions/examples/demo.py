@@ -21,7 +21,9 @@ def worked_example() -> None:
 def second_derivative() -> None:
     x = Tensor(0.5, requires_grad=True)
     (dy,) = grad(x.tanh(), x, create_graph=True)  # the gradient is itself a graph...
+    assert dy is not None
     (d2y,) = grad(dy, x)  # ...so it can be differentiated again
+    assert d2y is not None
     t = np.tanh(0.5)
     print(f"tanh''(0.5) = {d2y.item():.6f}  (closed form -2 tanh (1 - tanh^2) = {-2 * t * (1 - t * t):.6f})")
 

@@ -205,6 +205,10 @@ class _BatchNorm(Module):
 
     _input_ndims: tuple[int, ...] = ()
     _shape_text = ""
+    # buffers (register_buffer): None when track_running_stats is off
+    running_mean: np.ndarray | None
+    running_var: np.ndarray | None
+    num_batches_tracked: Any  # a 0-d int64 array, or None
 
     def __init__(
         self,

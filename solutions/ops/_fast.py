@@ -388,7 +388,7 @@ def conv2d_weight_grad_array(
     K, Cg, KH, KW = w_shape
     G = groups
     own = cols is None
-    if own:
+    if cols is None:
         cols = im2col_padded(pad_hw(x, padding), (KH, KW), stride, dilation)
     gm = _grad_matrix(grad)
     # dw^T = cols dZ^T rather than dw = dZ cols^T: the same product, but OpenBLAS splits this

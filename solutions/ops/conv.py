@@ -33,7 +33,7 @@ import numpy as np
 
 from ..graph import Function, Tensor, as_tensor, is_grad_enabled
 from . import kernels
-from .im2col import Pair, Padding, _is_int, as_padding, col2im, conv_output_hw, im2col, positive_pair
+from .im2col import Padding, Pair, _is_int, as_padding, col2im, conv_output_hw, im2col, positive_pair
 
 
 # --------------------------------------------------------------------------------------------
@@ -121,7 +121,8 @@ def _conv_params(
             f"(weight shape {w_shape}); the weight's axis 1 must be in_channels // groups = {C // groups}"
         )
     if b_shape is not None and tuple(b_shape) != (K,):
-        raise ValueError(f"{op}: bias has shape {tuple(b_shape)} but the weight {w_shape} has {K} output channels; bias must have shape ({K},)")
+        raise ValueError(f"{op}: bias has shape {tuple(b_shape)} but the weight {w_shape} has {K} output channels; "
+                         f"bias must have shape ({K},)")
     stride_ = _ntuple(stride, d, "stride", op)
     dilation_ = _ntuple(dilation, d, "dilation", op)
     if min(stride_) < 1:
@@ -139,21 +140,23 @@ def _conv_params(
                     "give the padding as numbers for a strided convolution"
                 )
             # Total d(k-1) keeps the size; an odd total puts the extra row/column at the end (PyTorch).
-            totals = [dl * (k - 1) for dl, k in zip(dilation_, kernel)]
+            totals = [dl * (k - 1) for dl, k in zip(dilation_, kernel, strict=True)]
             pads = tuple((t // 2, t - t // 2) for t in totals)
         else:
             raise ValueError(f"{op}: padding must be 'same', 'valid', an int or a tuple of ints, got {padding!r}")
-    elif d == 2 and isinstance(padding, (tuple, list)) and len(padding) == 2 and all(isinstance(p, (tuple, list)) for p in padding):
+    elif (d == 2 and isinstance(padding, (tuple, list)) and len(padding) == 2
+          and all(isinstance(p, (tuple, list)) for p in padding)):
         pads = as_padding(padding, op)
     else:
         pads = tuple((p, p) for p in _ntuple(padding, d, "padding", op))
         if min(min(p) for p in pads) < 0:
             raise ValueError(f"{op}: padding must be >= 0, got {padding!r}")
     spatial = x_shape[2:]
-    padded = tuple(n + sum(p) for n, p in zip(spatial, pads))
-    extent = tuple(dl * (k - 1) + 1 for dl, k in zip(dilation_, kernel))
-    if any(e > n for e, n in zip(extent, padded)):
-        what = f"kernel {tuple(kernel)}" + (f" with dilation {dilation_} spans {extent}," if max(dilation_) > 1 else " is")
+    padded = tuple(n + sum(p) for n, p in zip(spatial, pads, strict=True))
+    extent = tuple(dl * (k - 1) + 1 for dl, k in zip(dilation_, kernel, strict=True))
+    if any(e > n for e, n in zip(extent, padded, strict=True)):
+        spans = f" with dilation {dilation_} spans {extent}," if max(dilation_) > 1 else " is"
+        what = f"kernel {tuple(kernel)}{spans}"
         raise ValueError(
             f"{op}: {what} larger than the padded input {padded} (input {tuple(spatial)}, padding {pads}); "
             "use a smaller kernel or more padding"
@@ -214,7 +217,8 @@ def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1) -> T
     """
     x, weight = as_tensor(x), as_tensor(weight)
     b_shape = None if bias is None else as_tensor(bias).shape
-    stride_, pads, dilation_, groups_ = _conv_params("conv2d", x.shape, weight.shape, b_shape, stride, padding, dilation, groups)
+    stride_, pads, dilation_, groups_ = _conv_params("conv2d", x.shape, weight.shape, b_shape, stride, padding,
+                                                     dilation, groups)
     args = (x, weight) if bias is None else (x, weight, bias)
     return Conv2d.apply(*args, stride=stride_, padding=pads, dilation=dilation_, groups=groups_)
 
@@ -230,7 +234,8 @@ class Conv2dInputGrad(Function):
         self.x_shape, self.stride, self.padding, self.dilation, self.groups = x_shape, stride, padding, dilation, groups
 
     def forward(self, grad, weight):
-        return kernels.conv2d_input_grad_array(grad, weight, self.x_shape, self.stride, self.padding, self.dilation, self.groups)
+        return kernels.conv2d_input_grad_array(grad, weight, self.x_shape, self.stride, self.padding, self.dilation,
+                                               self.groups)
 
     def backward(self, g):
         grad, weight = self.inputs
@@ -245,13 +250,15 @@ def conv2d_input_grad(grad, weight, x_shape, stride=1, padding=0, dilation=1, gr
     x_shape = tuple(int(n) for n in x_shape)
     return Conv2dInputGrad.apply(
         grad, weight, x_shape=x_shape, stride=positive_pair(stride, "stride", "conv2d_input_grad"),
-        padding=as_padding(padding, "conv2d_input_grad"), dilation=positive_pair(dilation, "dilation", "conv2d_input_grad"),
+        padding=as_padding(padding, "conv2d_input_grad"),
+        dilation=positive_pair(dilation, "dilation", "conv2d_input_grad"),
         groups=int(groups),
     )
 
 
 class Conv2dWeightGrad(Function):
-    r"""dw from x and dz: $dw[k, c, i, j] = \sum_{n, oh, ow} dz[n, k, oh, ow]\, x_{pad}[n, c, s\,oh + d\,i, s\,ow + d\,j]$.
+    r"""dw from x and dz:
+    $dw[k, c, i, j] = \sum_{n, oh, ow} dz[n, k, oh, ow]\, x_{pad}[n, c, s\,oh + d\,i, s\,ow + d\,j]$.
 
     Bilinear in x and dz: its derivative in x is the transposed convolution of dz by the
     upstream kernel-shaped gradient, in dz the convolution of x by it.
@@ -264,7 +271,8 @@ class Conv2dWeightGrad(Function):
 
     def forward(self, x, grad):
         cols, self.cols = self.cols, None  # use once; do not keep the big matrix alive on the graph
-        return kernels.conv2d_weight_grad_array(x, grad, self.w_shape, self.stride, self.padding, self.dilation, self.groups, cols)
+        return kernels.conv2d_weight_grad_array(x, grad, self.w_shape, self.stride, self.padding, self.dilation,
+                                                self.groups, cols)
 
     def backward(self, g):
         x, grad = self.inputs
@@ -279,7 +287,8 @@ def conv2d_weight_grad(x, grad, weight_shape, stride=1, padding=0, dilation=1, g
     weight_shape = tuple(int(n) for n in weight_shape)
     return Conv2dWeightGrad.apply(
         x, grad, w_shape=weight_shape, stride=positive_pair(stride, "stride", "conv2d_weight_grad"),
-        padding=as_padding(padding, "conv2d_weight_grad"), dilation=positive_pair(dilation, "dilation", "conv2d_weight_grad"),
+        padding=as_padding(padding, "conv2d_weight_grad"),
+        dilation=positive_pair(dilation, "dilation", "conv2d_weight_grad"),
         groups=int(groups), cols=cols,
     )
 
@@ -292,7 +301,8 @@ def conv1d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1) -> T
     """
     x, weight = as_tensor(x), as_tensor(weight)
     b_shape = None if bias is None else as_tensor(bias).shape
-    (s,), (p,), (d,), groups_ = _conv_params("conv1d", x.shape, weight.shape, b_shape, stride, padding, dilation, groups)
+    (s,), (p,), (d,), groups_ = _conv_params("conv1d", x.shape, weight.shape, b_shape, stride, padding, dilation,
+                                             groups)
     N, C, L = x.shape
     K, Cg, KL = weight.shape
     x4, w4 = x.reshape((N, C, 1, L)), weight.reshape((K, Cg, 1, KL))
