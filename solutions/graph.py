@@ -123,11 +123,6 @@ class Tensor:
         if requires_grad:
             self.requires_grad = True
 
-    @staticmethod
-    def _wrap(data: np.ndarray) -> "Tensor":
-        """Fast constructor for arrays the engine produced itself (no validation)."""
-        return _new_tensor(data)
-
     # -- autograd attributes -------------------------------------------------------------
     @property
     def requires_grad(self) -> bool:
@@ -167,7 +162,7 @@ class Tensor:
 
     def detach(self) -> "Tensor":
         """Same data, cut from the graph."""
-        return Tensor._wrap(self.data)
+        return _new_tensor(self.data)
 
     def clone(self) -> "Tensor":
         """A copy that owns its data, still in the graph (the gradient passes through)."""
@@ -320,7 +315,8 @@ class Tensor:
 
 
 def _new_tensor(data: np.ndarray) -> Tensor:
-    """`Tensor._wrap(data)` as a plain function: the engine's hot paths call it for every node."""
+    """A Tensor around an array the engine produced itself, without `Tensor.__init__`'s validation:
+    the engine's hot paths call it for every node."""
     t = object.__new__(Tensor)
     t.data = data if type(data) is np.ndarray else np.asarray(data)
     t.grad = None

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from ..graph import Tensor, as_tensor
+from ..graph import Tensor, _new_tensor, as_tensor
 from ..ops import (  # noqa: F401  (re-exported: F.conv2d, F.relu, ... as in torch.nn.functional)
     avg_pool2d,
     conv1d,
@@ -111,7 +111,7 @@ def batch_norm(
         if running_mean is None or running_var is None:
             raise ValueError("batch_norm: evaluation mode needs running_mean and running_var")
         centered = x - running_mean.astype(x.dtype).reshape(shape)
-        inv_std = Tensor._wrap((1.0 / np.sqrt(running_var.astype(x.dtype) + eps)).reshape(shape))
+        inv_std = Tensor((1.0 / np.sqrt(running_var.astype(x.dtype) + eps)).reshape(shape))
     # gamma / sigma is one number per channel: fold it together first, so the full-size tensor
     # is multiplied once instead of twice (forward and backward).
     scale = inv_std if weight is None else inv_std * weight.reshape(shape)
@@ -189,7 +189,7 @@ def mse_loss(input: Tensor, target: Any, reduction: str = "mean") -> Tensor:  # 
     (silently broadcasting (N, 1) against (N,) is a classic bug, so it is an error here)."""
     input = as_tensor(input)
     if not isinstance(target, Tensor):
-        target = Tensor._wrap(np.asarray(target, dtype=input.dtype))
+        target = _new_tensor(np.asarray(target, dtype=input.dtype))
     if target.shape != input.shape:
         raise ValueError(
             f"mse_loss: input has shape {input.shape} but target has shape {target.shape}; "

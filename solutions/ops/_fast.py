@@ -32,7 +32,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..graph import Function, Tensor, is_grad_enabled
+from ..graph import Function, Tensor, _new_tensor, is_grad_enabled
 from .im2col import Padding, Pair, conv_output_hw, offset_slice, windows
 from .pool import _lowest, _offsets, _out_hw, _pad4
 
@@ -623,7 +623,7 @@ class BatchNormTrain(Function):
         dx -= centered * (inv_std * inv_std * dw_centered / n)
         dx *= inv_std * weight.data.reshape(shape)
         dw = (dw_centered * inv_std).reshape(weight.shape)
-        return Tensor._wrap(dx), Tensor._wrap(dw.astype(weight.dtype, copy=False)), Tensor._wrap(db.reshape(bias.shape))
+        return _new_tensor(dx), _new_tensor(dw.astype(weight.dtype, copy=False)), _new_tensor(db.reshape(bias.shape))
 
 
 def batch_norm_train(x: Tensor, running_mean: np.ndarray | None, running_var: np.ndarray | None, weight: Tensor,

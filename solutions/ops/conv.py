@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from ..graph import Function, Tensor, as_tensor, is_grad_enabled
+from ..graph import Function, Tensor, _new_tensor, as_tensor, is_grad_enabled
 from . import kernels
 from .im2col import Padding, Pair, _is_int, as_padding, col2im, conv_output_hw, im2col, positive_pair
 
@@ -196,7 +196,7 @@ class Conv2d(Function):
         if not grad.requires_grad:
             # Both gradients read dz as a (K, N*OH*OW) matrix: lay it out that way once, not
             # once per gradient. Only for a constant dz: same values, nothing to differentiate.
-            grad = Tensor._wrap(kernels.channel_major(grad.data))
+            grad = _new_tensor(kernels.channel_major(grad.data))
         dx = conv2d_input_grad(grad, weight, x.shape, **params) if needs[0] else None
         dw = conv2d_weight_grad(x, grad, weight.shape, cols=cols, **params) if needs[1] else None
         kernels.recycle(cols)
