@@ -17,6 +17,7 @@ import numpy as np
 
 from .. import ops
 from ..graph import Tensor
+from ..ops.im2col import as_pair
 from . import functional as F
 from . import init
 from .module import Module, Parameter
@@ -28,11 +29,12 @@ __all__ = [
 
 
 def _pair(value: Any, name: str, layer: str) -> tuple[int, int]:
-    """An int or a pair of ints as a pair, as PyTorch's layers accept both."""
-    pair = (value, value) if isinstance(value, (int, np.integer)) else tuple(value)
-    if len(pair) != 2 or not all(isinstance(v, (int, np.integer)) for v in pair):
-        raise ValueError(f"{layer}: {name} must be an int or a pair of ints, got {value!r}")
-    return int(pair[0]), int(pair[1])
+    """An int or a pair of ints as a pair, as PyTorch's layers accept both: the ops' own parser,
+    with the error a layer's constructor has always raised here (a ValueError)."""
+    try:
+        return as_pair(value, name, layer)
+    except TypeError as error:
+        raise ValueError(str(error)) from None
 
 
 def _float_dtype(dtype: Any, layer: str) -> np.dtype:

@@ -33,7 +33,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..graph import Function, Tensor, _new_tensor, is_grad_enabled
-from .im2col import Padding, Pair, conv_output_hw, offset_slice, windows
+from .im2col import Padding, Pair, conv_output_hw, offset_slice, output_size, windows
 from .pool import _lowest, _offsets, _out_hw, _pad4
 
 
@@ -188,8 +188,7 @@ def col2im_accumulate(cols: np.ndarray, target: np.ndarray, kernel: Pair, stride
     """
     C, n, Hp, Wp = target.shape
     (kh, kw), (dh, dw) = kernel, dilation
-    OH = (Hp - dh * (kh - 1) - 1) // stride[0] + 1
-    OW = (Wp - dw * (kw - 1) - 1) // stride[1] + 1
+    OH, OW = output_size(Hp, kh, stride[0], 0, dh), output_size(Wp, kw, stride[1], 0, dw)
     blocks = cols.reshape(C, kh, kw, n, OH, OW)
 
     def add(n0: int, n1: int) -> None:

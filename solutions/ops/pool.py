@@ -30,7 +30,7 @@ import numpy as np
 
 from ..graph import Function, Tensor, as_tensor
 from . import kernels
-from .im2col import Pair, as_pair, col2im, im2col, offset_slice, pad_hw, positive_pair, windows
+from .im2col import Pair, as_pair, col2im, im2col, offset_slice, output_size, pad_hw, positive_pair, windows
 
 
 # --------------------------------------------------------------------------------------------
@@ -66,7 +66,9 @@ def _pool_params(op: str, x_shape: tuple[int, ...], kernel_size: Any, stride: An
 
 
 def _out_hw(hw: tuple[int, int], kernel: Pair, stride: Pair, pad: Pair) -> Pair:
-    return (hw[0] + 2 * pad[0] - kernel[0]) // stride[0] + 1, (hw[1] + 2 * pad[1] - kernel[1]) // stride[1] + 1
+    """(OH, OW) of a pool padded by `pad` on both sides of each axis: the convolution's formula, d = 1."""
+    return (output_size(hw[0], kernel[0], stride[0], 2 * pad[0], 1),
+            output_size(hw[1], kernel[1], stride[1], 2 * pad[1], 1))
 
 
 def _pad4(pad: Pair) -> tuple[Pair, Pair]:
