@@ -29,8 +29,9 @@ from urllib.parse import quote, unquote, urljoin, urlsplit
 
 import pytest
 import yaml
-from browser import Chromium, ChromiumMissing, Page, serve
 from bs4 import BeautifulSoup  # pydata-sphinx-theme, which the book is built with, needs it too
+
+from browser import Chromium, ChromiumMissing, Page, serve
 
 ROOT = Path(__file__).resolve().parents[1]
 SCREENSHOTS = ROOT / "_build" / "screenshots"
