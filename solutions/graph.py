@@ -338,6 +338,15 @@ def _varargs(args: tuple) -> tuple:
     return tuple(args)
 
 
+def _check_broadcast(op: str, a: tuple[int, ...], b: tuple[int, ...]) -> None:
+    """Raise the ValueError naming `op` if shapes a and b do not broadcast."""
+    try:
+        np.broadcast_shapes(a, b)
+    except ValueError:
+        raise ValueError(f"{op}: shapes {a} and {b} cannot be broadcast together "
+                         "(aligned from the right, each pair of sizes must be equal or contain a 1)") from None
+
+
 def as_tensor(value: Any, like: Tensor | None = None) -> Tensor:
     """`value` as a Tensor. Python scalars take `like`'s dtype where NumPy would (`2 * t` stays float32)."""
     if isinstance(value, Tensor):
@@ -370,6 +379,9 @@ class Function:
 
     inputs: tuple[Tensor, ...] = ()
     needs_input_grad: tuple[bool, ...] = ()
+    # An elementwise op of two broadcast operands: when its forward fails on shapes that do not
+    # broadcast, `apply` raises the error that names the op (NumPy's does not) for all of them.
+    broadcasts = False
     _output_ref: "weakref.ref[Tensor] | None" = None
     _freed = False
 
@@ -410,7 +422,12 @@ class Function:
                 args = _coerce(args)
                 x, y = args
             needs: tuple[bool, ...] = (x._requires_grad, y._requires_grad)
-            data = fn.forward(x.data, y.data)
+            try:
+                data = fn.forward(x.data, y.data)
+            except ValueError:
+                if fn.broadcasts:
+                    _check_broadcast(type(fn).__name__.lower(), x.data.shape, y.data.shape)
+                raise
         elif len(args) == 1:
             (x,) = args
             if not isinstance(x, Tensor):

@@ -15,14 +15,6 @@ from ..graph import Function, Tensor, as_tensor
 from .shape import unbroadcast
 
 
-def _mismatch(op: str, x: np.ndarray, y: np.ndarray) -> ValueError:
-    """The error for operands that do not broadcast, naming the op (NumPy's message does not)."""
-    return ValueError(
-        f"{op}: shapes {x.shape} and {y.shape} cannot be broadcast together "
-        "(aligned from the right, each pair of sizes must be equal or contain a 1)"
-    )
-
-
 def _const(mask: np.ndarray, like: Tensor) -> np.ndarray:
     """A constant array (mask, sign) in `like`'s dtype, so it never upcasts float32."""
     return mask.astype(like.dtype, copy=False)
@@ -34,11 +26,10 @@ def _const(mask: np.ndarray, like: Tensor) -> np.ndarray:
 class Add(Function):
     r"""$z = x + y$: $\partial z/\partial x = \partial z/\partial y = 1$."""
 
+    broadcasts = True  # on shapes that do not broadcast, Function.apply raises the error naming the op
+
     def forward(self, x, y):
-        try:
-            return x + y
-        except ValueError:
-            raise _mismatch("add", x, y) from None
+        return x + y
 
     def backward(self, grad):
         x, y = self.inputs
@@ -50,11 +41,10 @@ class Add(Function):
 class Sub(Function):
     """$z = x - y$."""
 
+    broadcasts = True  # on shapes that do not broadcast, Function.apply raises the error naming the op
+
     def forward(self, x, y):
-        try:
-            return x - y
-        except ValueError:
-            raise _mismatch("sub", x, y) from None
+        return x - y
 
     def backward(self, grad):
         x, y = self.inputs
@@ -66,11 +56,10 @@ class Sub(Function):
 class Mul(Function):
     r"""$z = x y$: $\partial z/\partial x = y$, $\partial z/\partial y = x$."""
 
+    broadcasts = True  # on shapes that do not broadcast, Function.apply raises the error naming the op
+
     def forward(self, x, y):
-        try:
-            return x * y
-        except ValueError:
-            raise _mismatch("mul", x, y) from None
+        return x * y
 
     def backward(self, grad):
         x, y = self.inputs
@@ -82,11 +71,10 @@ class Mul(Function):
 class Div(Function):
     r"""$z = x / y$: $\partial z/\partial x = 1/y$, $\partial z/\partial y = -x/y^2$."""
 
+    broadcasts = True  # on shapes that do not broadcast, Function.apply raises the error naming the op
+
     def forward(self, x, y):
-        try:
-            return x / y
-        except ValueError:
-            raise _mismatch("div", x, y) from None
+        return x / y
 
     def backward(self, grad):
         x, y = self.inputs
@@ -123,11 +111,10 @@ class PowScalar(Function):
 class Pow(Function):
     r"""$z = x^y$ with a tensor exponent: $\partial z/\partial y = x^y \ln x$."""
 
+    broadcasts = True  # on shapes that do not broadcast, Function.apply raises the error naming the op
+
     def forward(self, x, y):
-        try:
-            return x**y
-        except ValueError:
-            raise _mismatch("pow", x, y) from None
+        return x**y
 
     def backward(self, grad):
         x, y = self.inputs
@@ -226,11 +213,10 @@ class Tanh(Function):
 class Maximum(Function):
     """Elementwise max. On ties the gradient is split half and half, as PyTorch does."""
 
+    broadcasts = True  # on shapes that do not broadcast, Function.apply raises the error naming the op
+
     def forward(self, x, y):
-        try:
-            return np.maximum(x, y)
-        except ValueError:
-            raise _mismatch("maximum", x, y) from None
+        return np.maximum(x, y)
 
     def backward(self, grad):
         x, y = self.inputs
@@ -239,11 +225,10 @@ class Maximum(Function):
 
 
 class Minimum(Function):
+    broadcasts = True  # on shapes that do not broadcast, Function.apply raises the error naming the op
+
     def forward(self, x, y):
-        try:
-            return np.minimum(x, y)
-        except ValueError:
-            raise _mismatch("minimum", x, y) from None
+        return np.minimum(x, y)
 
     def backward(self, grad):
         x, y = self.inputs
