@@ -30,7 +30,8 @@ import coursekit_book  # noqa: E402
 
 SOURCE = ROOT / "assignments" / "source"
 TOC = yaml.safe_load((ROOT / "_toc.yml").read_text())
-CHAPTERS = [c["file"] for part in TOC["parts"] for c in part["chapters"]]
+# The numbered chapters (the back matter of the "Reference" part has no code of its own).
+CHAPTERS = [c["file"] for part in TOC["parts"] for c in part["chapters"] if re.match(r"book/\d\d_", c["file"])]
 ASSIGNMENTS = sorted(p.name for p in SOURCE.iterdir() if p.is_dir() and re.match(r"a\d\d_", p.name))
 
 
