@@ -99,7 +99,7 @@ OVERFLOW = """(() => {
     return {wide, scrolls};
 })()"""
 
-pytestmark = pytest.mark.xdist_group("book")
+pytestmark = [pytest.mark.xdist_group("book"), pytest.mark.slow]  # a book build and a browser
 
 
 def toc_pages() -> list[str]:

@@ -115,6 +115,7 @@ def test_enough_auto_graded_exercises_and_mutants():
     assert len(MUTANTS) >= 50, per_assignment
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("assignment,mutant", MUTANTS, ids=[f"{a}:{m.id}" for a, m in MUTANTS])
 def test_mutant_is_caught_with_the_kind_of_mistake_and_costs_no_other_exercise(assignment, mutant):
     expected = importlib.import_module(f"autograder.mutants.{assignment}").EXPECTED[mutant.id]
@@ -138,6 +139,7 @@ def test_every_exercise_has_a_correct_answer_in_another_style():
     assert not [s.id for s in SPECS if s.id not in covered], "exercises without an alternative correct answer"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("assignment,alternative", ALTERNATIVES, ids=[f"{a}:{m.id}" for a, m in ALTERNATIVES])
 def test_a_correct_answer_in_another_style_keeps_full_marks(assignment, alternative):
     """Fairness, the mutants' mirror: the reference answer rewritten in another legitimate style."""
@@ -219,6 +221,7 @@ def test_the_checks_are_deterministic():
 # --------------------------------------------------------------------------------------------
 # The capstone: judged on the student's whole engine, made of their earlier notebooks
 # --------------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_the_capstone_names_a_broken_earlier_op():
     """A student whose a02 Mul gradient is wrong (and everything else right) trains a CNN that
     falls short, or a step that is wrong; either way the message names a02-mul."""

@@ -24,6 +24,7 @@ def test_the_mlp_learns_in_a_few_epochs():
     assert model.training  # train() leaves the model in training mode; evaluate() restores it
 
 
+@pytest.mark.slow
 def test_the_cnn_reaches_98_percent_with_the_examples_settings():
     model, history, final = td.fit("cnn", seed=0, progress=False)
     assert len(history["test_accuracy"]) == td.CNN_SETTINGS["epochs"]
