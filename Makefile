@@ -89,4 +89,4 @@ golden:
 	.venv-golden/bin/python tests/golden/make_golden.py
 
 clean:
-	rm -rf $(VENV) _build .pytest_cache .hypothesis
+	rm -rf $(VENV) _build build .pytest_cache .hypothesis .mypy_cache .ruff_cache
