@@ -76,7 +76,46 @@ class Linear(Module):
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
 
 
-class Conv2d(Module):
+class _ConvLayer(Module):
+    """What Conv2d and ConvTranspose2d share: channels, groups, their pair-valued sizes, and a weight
+    and bias with PyTorch's init."""
+
+    in_channels: int
+    out_channels: int
+    groups: int
+    kernel_size: tuple[int, int]
+    stride: tuple[int, int]
+    padding: tuple[int, int]
+    dilation: tuple[int, int]
+    weight: Parameter
+    bias: Parameter | None
+
+    def _setup(self, name: str, in_channels: int, out_channels: int, groups: int, sizes: dict[str, Any],
+               weight_axes: tuple[int, int], bias: bool, dtype: Any, rng: Any) -> None:
+        """Check the channels against the groups, parse `sizes` (kernel_size, stride, ...) as pairs, and
+        make the weight (weight_axes[0], weight_axes[1] / G, KH, KW) and the bias; the bias bound
+        uses the fan-in of the weight's axis 1, as PyTorch does for both layouts."""
+        if groups <= 0 or in_channels % groups or out_channels % groups:
+            raise ValueError(
+                f"{name}: in_channels ({in_channels}) and out_channels ({out_channels}) must both be "
+                f"divisible by groups ({groups})"
+            )
+        dtype, rng = _float_dtype(dtype, name), init.as_rng(rng)
+        self.in_channels, self.out_channels, self.groups = in_channels, out_channels, groups
+        for size, value in sizes.items():
+            setattr(self, size, _pair(value, size, name))
+        KH, KW = self.kernel_size
+        self.weight = Parameter(np.empty((weight_axes[0], weight_axes[1] // groups, KH, KW), dtype=dtype))
+        init.kaiming_uniform_(self.weight, a=math.sqrt(5), rng=rng)
+        if bias:
+            fan_in = weight_axes[1] // groups * KH * KW
+            self.bias = Parameter(np.empty(out_channels, dtype=dtype))
+            init.uniform_(self.bias, -1 / math.sqrt(fan_in), 1 / math.sqrt(fan_in), rng=rng)
+        else:
+            self.register_parameter("bias", None)
+
+
+class Conv2d(_ConvLayer):
     r"""2-D cross-correlation: x (N, C, H, W) -> (N, K, OH, OW) with weight (K, C/G, KH, KW), bias (K,).
 
     $OH = \lfloor (H + 2p - d(KH - 1) - 1)/s \rfloor + 1$ (same for OW). Init as Linear with
@@ -98,26 +137,8 @@ class Conv2d(Module):
         rng: Any = None,
     ):
         super().__init__()
-        if groups <= 0 or in_channels % groups or out_channels % groups:
-            raise ValueError(
-                f"Conv2d: in_channels ({in_channels}) and out_channels ({out_channels}) must both be "
-                f"divisible by groups ({groups})"
-            )
-        dtype, rng = _float_dtype(dtype, "Conv2d"), init.as_rng(rng)
-        self.in_channels, self.out_channels, self.groups = in_channels, out_channels, groups
-        self.kernel_size = _pair(kernel_size, "kernel_size", "Conv2d")
-        self.stride = _pair(stride, "stride", "Conv2d")
-        self.padding = _pair(padding, "padding", "Conv2d")
-        self.dilation = _pair(dilation, "dilation", "Conv2d")
-        KH, KW = self.kernel_size
-        self.weight = Parameter(np.empty((out_channels, in_channels // groups, KH, KW), dtype=dtype))
-        init.kaiming_uniform_(self.weight, a=math.sqrt(5), rng=rng)
-        if bias:
-            fan_in = in_channels // groups * KH * KW
-            self.bias = Parameter(np.empty(out_channels, dtype=dtype))
-            init.uniform_(self.bias, -1 / math.sqrt(fan_in), 1 / math.sqrt(fan_in), rng=rng)
-        else:
-            self.register_parameter("bias", None)
+        sizes = dict(kernel_size=kernel_size, stride=stride, padding=padding, dilation=dilation)
+        self._setup("Conv2d", in_channels, out_channels, groups, sizes, (out_channels, in_channels), bias, dtype, rng)
 
     def forward(self, x: Tensor) -> Tensor:
         return ops.conv2d(x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
@@ -135,12 +156,14 @@ class Conv2d(Module):
         return s
 
 
-class ConvTranspose2d(Module):
+class ConvTranspose2d(_ConvLayer):
     r"""Transposed 2-D convolution: x (N, C_in, H, W) -> (N, C_out, OH, OW), weight (C_in, C_out/G, KH, KW).
 
     $OH = (H - 1)s - 2p + d(KH - 1) + \text{output\_padding} + 1$. Init as PyTorch's: its
     fan_in is computed from the weight's axis 1, i.e. C_out/G * KH * KW.
     """
+
+    output_padding: tuple[int, int]
 
     def __init__(
         self,
@@ -158,33 +181,17 @@ class ConvTranspose2d(Module):
         rng: Any = None,
     ):
         super().__init__()
-        if groups <= 0 or in_channels % groups or out_channels % groups:
-            raise ValueError(
-                f"ConvTranspose2d: in_channels ({in_channels}) and out_channels ({out_channels}) must both be "
-                f"divisible by groups ({groups})"
-            )
-        dtype, rng = _float_dtype(dtype, "ConvTranspose2d"), init.as_rng(rng)
-        self.in_channels, self.out_channels, self.groups = in_channels, out_channels, groups
-        self.kernel_size = _pair(kernel_size, "kernel_size", "ConvTranspose2d")
-        self.stride = _pair(stride, "stride", "ConvTranspose2d")
-        self.padding = _pair(padding, "padding", "ConvTranspose2d")
-        self.output_padding = _pair(output_padding, "output_padding", "ConvTranspose2d")
-        self.dilation = _pair(dilation, "dilation", "ConvTranspose2d")
+        # PyTorch's weight layout for a transposed convolution: (C_in, C_out/G, KH, KW)
+        sizes = dict(kernel_size=kernel_size, stride=stride, padding=padding, output_padding=output_padding,
+                     dilation=dilation)
+        self._setup("ConvTranspose2d", in_channels, out_channels, groups, sizes, (in_channels, out_channels),
+                    bias, dtype, rng)
         for a in (0, 1):
             if self.output_padding[a] >= max(self.stride[a], self.dilation[a]):
                 raise ValueError(
                     f"ConvTranspose2d: output_padding {self.output_padding} must be smaller than either stride "
                     f"{self.stride} or dilation {self.dilation} along each axis"
                 )
-        KH, KW = self.kernel_size
-        self.weight = Parameter(np.empty((in_channels, out_channels // groups, KH, KW), dtype=dtype))
-        init.kaiming_uniform_(self.weight, a=math.sqrt(5), rng=rng)
-        if bias:
-            fan_in = out_channels // groups * KH * KW  # PyTorch's fan_in of this weight layout
-            self.bias = Parameter(np.empty(out_channels, dtype=dtype))
-            init.uniform_(self.bias, -1 / math.sqrt(fan_in), 1 / math.sqrt(fan_in), rng=rng)
-        else:
-            self.register_parameter("bias", None)
 
     def forward(self, x: Tensor) -> Tensor:
         return ops.conv_transpose2d(x, self.weight, self.bias, self.stride, self.padding, self.output_padding,
