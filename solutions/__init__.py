@@ -13,7 +13,7 @@ from .graph import (
     set_grad_enabled, topological_order,
 )
 from .ops import *  # noqa: F401,F403  (the lowercase op functions and op classes)
-from .override import override
+from .overrides import override
 
 __all__ = [
     "Function", "Tensor", "as_tensor", "enable_grad", "grad", "is_grad_enabled", "no_grad",

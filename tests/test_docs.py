@@ -66,7 +66,7 @@ def test_the_readme_mutant_example_applies_to_the_real_notebook():
 ENGINE = ROOT / "solutions"
 HEADED = sorted(p for p in ENGINE.rglob("*.py")
                 if p.name != "__init__.py" and p.name != "_fast.py" and "examples" not in p.parts
-                and p.name not in ("override.py", "testing.py"))
+                and p.name not in ("overrides.py", "testing.py"))
 
 
 def header(module: Path) -> str:
@@ -97,3 +97,36 @@ def test_the_paths_in_module_headers_exist_and_agree_with_the_chapter_numbers():
         for assignment in re.findall(r"Assignment: a(\d\d)", text):
             found = list((ROOT / "assignments" / "source").glob(f"a{assignment}_*"))
             assert found, f"{where}: no assignment a{assignment}"
+
+
+def test_no_module_is_hidden_by_a_name_its_package_exports():
+    """`import solutions.ops.linalg as m` gives the module: `import a.b as m` reads attribute b of a,
+    so a package that exported a function named like one of its modules would hand out the function
+    (as `solutions.ops.matmul` once did, which silently disabled a check that imported the module)."""
+    import importlib
+    import pkgutil
+    import types
+
+    import autograder
+    import solutions
+
+    hidden = []
+    for package in (solutions, autograder):
+        for info in pkgutil.walk_packages(package.__path__, package.__name__ + "."):
+            if info.name.endswith("__main__"):
+                continue
+            parent_name, _, leaf = info.name.rpartition(".")
+            module = importlib.import_module(info.name)
+            value = getattr(importlib.import_module(parent_name), leaf)
+            if value is not module:
+                hidden.append(f"{info.name} is hidden by a {type(value).__name__}")
+            assert isinstance(module, types.ModuleType)
+    assert not hidden, hidden
+
+
+def test_the_op_namespace_exports_ops_not_modules():
+    import solutions.ops as ops
+
+    assert "linalg" not in ops.__all__ and "kernels" not in ops.__all__
+    assert {"matmul", "softmax", "einsum", "MatMul", "conv2d", "max_pool2d"} <= set(ops.__all__)
+    assert all(callable(getattr(ops, name)) for name in ops.__all__)

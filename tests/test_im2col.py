@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from solutions import col2im, im2col
+from solutions.ops.im2col import col2im, im2col
 from solutions.testing import assert_close
 
 

@@ -162,3 +162,28 @@ def test_use_reaches_the_engines_own_subclasses(tmp_path):
         print("ok")
     """)
     assert result.returncode == 0 and "ok" in result.stdout, result.stderr
+
+
+def test_diagnose_checks_that_col2im_is_the_adjoint_of_im2col(tmp_path):
+    """A col2im that assigns instead of adding (a03 mutant): diagnose's adjoint check names it. It reads
+    both kernels from `coursekit.engine.ops.im2col`, the module (no function of the package hides it)."""
+    from autograder.mutants import load_mutants
+    from autograder.selfcheck import apply_mutant
+
+    for assignment in sorted(p.name for p in SOURCE.iterdir() if p.name < "a06"):
+        (tmp_path / assignment).mkdir()
+        shutil.copy(SOURCE / assignment / f"{assignment}.ipynb", tmp_path / assignment)
+    mutant = next(m for m in load_mutants("a03_im2col") if m.id == "col2im-assigns")
+    notebooks = {"a03_im2col": json.loads((SOURCE / "a03_im2col" / "a03_im2col.ipynb").read_text())}
+    _, broken = apply_mutant(notebooks, mutant, "a03_im2col")
+    (tmp_path / "a03_im2col" / "a03_im2col.ipynb").write_text(json.dumps(broken))
+    (tmp_path / "a06_training").mkdir()
+    build_kit(tmp_path / "a06_training")
+    result = run_in(tmp_path / "a06_training", """
+        import coursekit
+        for line in coursekit.diagnose(quiet=True):
+            print(line)
+    """)
+    assert result.returncode == 0, result.stderr
+    problems = result.stdout.splitlines()[1:]
+    assert any(line.startswith("im2col / col2im") and "adjoint" in line for line in problems), result.stdout

@@ -417,7 +417,7 @@ def check_getitem(GetItem, rng):
 # --------------------------------------------------------------------------------------------
 # MatMul
 # --------------------------------------------------------------------------------------------
-@graded("a02-matmul", "solutions.ops.matmul:MatMul", regions=("backward",), points=3, title="MatMul")
+@graded("a02-matmul", "solutions.ops.linalg:MatMul", regions=("backward",), points=3, title="MatMul")
 def check_matmul(MatMul, rng):
     cls = prepare(MatMul, "a02-matmul", "class")
     specs = [((3, 4), (4, 5), "matrix @ matrix"), ((4, 4), (4, 4), "square matrices"),
@@ -488,7 +488,7 @@ def softmax_cases(rng, call) -> list[Case]:
             for k, (s, axis, scale, dt, what) in enumerate(specs)]
 
 
-@graded("a02-softmax", "solutions.ops.softmax:Softmax", regions=("forward", "backward"), points=3, title="Softmax")
+@graded("a02-softmax", "solutions.ops.activation:Softmax", regions=("forward", "backward"), points=3, title="Softmax")
 def check_softmax(Softmax, rng):
     cls = prepare(Softmax, "a02-softmax", "class")
 
@@ -525,7 +525,7 @@ def _axis_of(ctx: Context):
     return ctx.case.params.get("axis")
 
 
-@graded("a02-log-softmax", "solutions.ops.softmax:LogSoftmax", regions=("backward",), points=2, title="LogSoftmax")
+@graded("a02-log-softmax", "solutions.ops.activation:LogSoftmax", regions=("backward",), points=2, title="LogSoftmax")
 def check_log_softmax(LogSoftmax, rng):
     cls = prepare(LogSoftmax, "a02-log-softmax", "class")
 

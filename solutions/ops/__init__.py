@@ -7,17 +7,24 @@ The convolution, pooling, dilate and erode ops run their array kernels through `
 which picks the teaching or the fast ones (bound at the end of this file).
 
 Beyond the chapters' ops, the ones a PyTorch user reaches for: `sin`, `cos`, `sign`, `floor`,
-`ceil`, `round` (math.py), `std`, `prod`, `cumsum` (reduce.py), `einsum` (einsum.py),
+`ceil`, `round` (math.py), `std`, `prod`, `cumsum` (reduce.py), `einsum` (einsumfunc.py),
 `conv_transpose2d` (conv_transpose.py) and `max_pool2d(..., dilation=d)` (pool.py). An axis out
 of range raises NumPy's `AxisError`, both a ValueError and an IndexError, naming the op.
+
+No module here is named after a function it exports (`matmul` lives in `linalg.py`, `softmax` in
+`activation.py`, `einsum` in `einsumfunc.py`), so `import solutions.ops.linalg as m` is always the
+module. The array kernels (`im2col`, `col2im`, `windows`, ...) are not ops: they stay in their
+modules (`solutions.ops.im2col`) and are reached through `kernels.py`.
 """
+from types import ModuleType as _ModuleType
+
 from .elementwise import (
     Abs, Add, Cast, Clip, Div, Exp, Log, Maximum, Minimum, Mul, Neg, Pow, PowScalar, ReLU,
     Sigmoid, Sqrt, Sub, Tanh, Where,
     abs, add, astype, clip, div, exp, log, maximum, minimum, mul, neg, pow, relu, sigmoid, sqrt,
     sub, tanh, where,
 )
-from .matmul import MatMul, matmul
+from .linalg import MatMul, matmul
 from .reduce import Max, Min, Sum, argmax, argmin, max, mean, min, sum, var
 from .reduce import CumSum, Prod, Std, cumsum, prod, std  # noqa: F401  (re-exported: the op namespace)
 from .shape import (
@@ -25,8 +32,7 @@ from .shape import (
     broadcast_to, concatenate, expand_dims, flatten, flip, getitem, pad, permute, reshape,
     scatter_add, squeeze, stack, swapaxes, transpose, unbroadcast, unsqueeze,
 )
-from .softmax import LogSoftmax, LogSumExp, Softmax, log_softmax, logsumexp, softmax
-from .im2col import col2im, im2col
+from .activation import LogSoftmax, LogSumExp, Softmax, log_softmax, logsumexp, softmax
 from .conv import (
     Conv2d, Conv2dInputGrad, Conv2dWeightGrad, conv1d, conv2d, conv2d_input_grad, conv2d_weight_grad,
 )
@@ -40,8 +46,12 @@ from .pool import (
 # Beyond the chapters (re-exported: the op namespace).
 from .pool import MaxPool2dDilated, MaxPool2dDilatedGather, MaxPool2dDilatedScatter  # noqa: F401
 from .math import Ceil, Cos, Floor, Round, Sign, Sin, ceil, cos, floor, round, sign, sin  # noqa: F401
-from .einsum import Einsum, einsum  # noqa: F401
+from .einsumfunc import Einsum, einsum  # noqa: F401
 from .conv_transpose import conv_transpose2d  # noqa: F401
 from . import kernels
+
+# What `from solutions.ops import *` gives: the op functions and classes, not the submodules.
+__all__ = sorted(name for name, value in globals().items()
+                 if not name.startswith("_") and not isinstance(value, _ModuleType))
 
 kernels.use_fast(kernels.default_fast())
