@@ -1,6 +1,9 @@
 """The ops beyond the chapters, the ones a PyTorch user reaches for: sin, cos, sign, floor, ceil,
-round, std, prod, cumsum, einsum, conv_transpose2d, max_pool2d with dilation; and the AxisError
-every op that takes an axis raises.
+round, std, prod, cumsum, einsum, conv_transpose2d, max_pool2d with dilation; then tan, sinh, cosh,
+the inverse trigonometric functions, log1p, expm1, erf, trunc, square, reciprocal, rsqrt; the
+activations leaky_relu, elu, softplus, hardtanh, relu6, silu, gelu (and their layers); roll, tril,
+triu, take, take_along_axis, gather, repeat, tile, split, chunk; layer_norm and LayerNorm; and the
+AxisError every op that takes an axis raises.
 
 Values against NumPy or a loop written from the definition, first and second derivatives against
 finite differences (float64), PyTorch's choices at the edge cases (std of a constant slice, prod
@@ -9,6 +12,7 @@ with zeros), and the error messages. PyTorch's own numbers for these ops are in
 """
 from __future__ import annotations
 
+import re
 import warnings
 
 import numpy as np
@@ -47,7 +51,7 @@ def test_sin_second_derivative_is_minus_sin():
     assert_close(h, -np.sin(x.data))
 
 
-STEPS = {"sign": np.sign, "floor": np.floor, "ceil": np.ceil, "round": np.round}
+STEPS = {"sign": np.sign, "floor": np.floor, "ceil": np.ceil, "round": np.round, "trunc": np.trunc}
 
 
 @pytest.mark.parametrize("name", sorted(STEPS))
@@ -502,6 +506,13 @@ AXIS_OPS = {
     "stack": lambda x: S.stack([x, x], axis=3),
     "expand_dims": lambda x: x.expand_dims(3),
     "transpose": lambda x: x.transpose((0, 2)),
+    "roll": lambda x: x.roll(1, 2),
+    "take": lambda x: x.take([0], axis=2),
+    "take_along_axis": lambda x: S.take_along_axis(x, np.zeros((2, 1), dtype=int), 2),
+    "gather": lambda x: x.gather(-3, np.zeros((2, 1), dtype=int)),
+    "repeat": lambda x: x.repeat(2, axis=2),
+    "split": lambda x: x.split(2, axis=2),
+    "chunk": lambda x: x.chunk(2, axis=-3),
 }
 
 
@@ -514,3 +525,371 @@ def test_axis_out_of_range_is_an_axis_error(op):
     message = str(info.value)
     assert message.startswith(f"{op}: "), message
     assert "out of range" in message and ("2 dimensions" in message or "(2, 3)" in message), message
+
+
+
+# --------------------------------------------------------------------------------------------
+# More elementwise math: values against NumPy, first and second derivatives numerically
+# --------------------------------------------------------------------------------------------
+def _erf(v: np.ndarray) -> np.ndarray:
+    import math
+
+    return np.vectorize(math.erf)(v)
+
+
+MATH = {
+    # name: (reference, low, high)
+    "tan": (np.tan, -1.2, 1.2),
+    "sinh": (np.sinh, -3, 3),
+    "cosh": (np.cosh, -3, 3),
+    "arcsin": (np.arcsin, -0.9, 0.9),
+    "arccos": (np.arccos, -0.9, 0.9),
+    "arctan": (np.arctan, -3, 3),
+    "log1p": (np.log1p, -0.9, 3),
+    "expm1": (np.expm1, -3, 3),
+    "erf": (_erf, -3, 3),
+    "square": (np.square, -2, 2),
+    "rsqrt": (lambda v: 1 / np.sqrt(v), 0.5, 2),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MATH))
+@given(shape=shapes, seed=seeds)
+def test_more_math(name, shape, seed):
+    reference, low, high = MATH[name]
+    x = leaf(uniform(np.random.default_rng(seed), shape, low, high))
+    assert_close(getattr(S, name)(x), reference(x.data), msg=f"{name} forward")
+    assert_close(getattr(x, name)(), reference(x.data), msg=f"Tensor.{name}")
+    gradcheck(getattr(S, name), x)
+    gradgradcheck(getattr(S, name), x)
+
+
+@given(shape=shapes, seed=seeds)
+def test_reciprocal(shape, seed):
+    from engine_strategies import nonzero
+
+    x = leaf(nonzero(np.random.default_rng(seed), shape))
+    assert_close(x.reciprocal(), 1 / x.data)
+    gradcheck(S.reciprocal, x)
+    gradgradcheck(S.reciprocal, x)
+
+
+def test_short_names_of_the_inverse_functions_are_the_same_functions():
+    assert S.asin is S.arcsin and S.acos is S.arccos and S.atan is S.arctan
+    x = Tensor([0.25])
+    assert_close(x.atan(), np.arctan([0.25]))
+
+
+def test_log1p_and_expm1_are_exact_for_tiny_values():
+    x = leaf([1e-20, -1e-18])
+    assert np.array_equal(S.log1p(x).data, x.data) and np.array_equal(S.expm1(x).data, x.data)
+    (g,) = S.grad(S.log1p(x).sum(), x)
+    assert_close(g, [1.0, 1.0])
+
+
+def test_erf_without_scipy_gives_the_same_values(monkeypatch):
+    import sys
+
+    x = Tensor(np.linspace(-3, 3, 13, dtype=np.float32))
+    with_scipy = S.erf(x)
+    monkeypatch.setitem(sys.modules, "scipy.special", None)  # importing it now raises ImportError
+    without = S.erf(x)
+    assert without.dtype == np.float32
+    assert_close(without, with_scipy.data, rtol=1e-6, atol=1e-7)
+    assert S.erf(Tensor(np.array([0, 1]))).dtype == np.float64  # integers give floats
+
+
+# --------------------------------------------------------------------------------------------
+# Activations
+# --------------------------------------------------------------------------------------------
+def _gelu(v):
+    return v * 0.5 * (1 + _erf(v / np.sqrt(2)))
+
+
+ACTIVATIONS = {
+    # name: (engine function, reference, kinks to keep away from)
+    "leaky_relu": (lambda t: S.leaky_relu(t, 0.2), lambda v: np.where(v > 0, v, 0.2 * v), [0.0]),
+    "elu": (lambda t: S.elu(t, 1.5), lambda v: np.where(v > 0, v, 1.5 * np.expm1(v)), [0.0]),
+    "softplus": (S.softplus, lambda v: np.log1p(np.exp(v)), []),
+    "softplus_beta": (lambda t: S.softplus(t, 2.0, 3.0),
+                      lambda v: np.where(2 * v > 3, v, np.log1p(np.exp(2 * v)) / 2), [1.5]),
+    "hardtanh": (lambda t: S.hardtanh(t, -0.5, 1.0), lambda v: np.clip(v, -0.5, 1.0), [-0.5, 1.0]),
+    "relu6": (S.relu6, lambda v: np.clip(v, 0, 6), [0.0, 6.0]),
+    "silu": (S.silu, lambda v: v / (1 + np.exp(-v)), []),
+    "gelu": (S.gelu, _gelu, []),
+    "gelu_tanh": (lambda t: S.gelu(t, "tanh"),
+                  lambda v: 0.5 * v * (1 + np.tanh(np.sqrt(2 / np.pi) * (v + 0.044715 * v**3))), []),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ACTIVATIONS))
+@given(shape=shapes, seed=seeds)
+def test_activations(name, shape, seed):
+    from engine_strategies import avoiding
+
+    fn, reference, kinks = ACTIVATIONS[name]
+    x = leaf(avoiding(uniform(np.random.default_rng(seed), shape, -4, 7), kinks))
+    assert_close(fn(x), reference(x.data), msg=f"{name} forward")
+    gradcheck(fn, x)
+    gradgradcheck(fn, x)
+
+
+def test_activation_derivatives_at_their_kinks_are_pytorchs():
+    def slope(fn, at):
+        x = leaf(at)
+        (g,) = S.grad(fn(x).sum(), x)
+        return g.data
+
+    assert_close(slope(lambda t: S.leaky_relu(t, 0.2), [0.0]), [0.2])
+    assert_close(slope(lambda t: S.elu(t, 1.5), [0.0]), [1.5])
+    assert_close(slope(lambda t: S.hardtanh(t, -0.5, 1.0), [-0.5, 1.0, 0.0]), [0.0, 0.0, 1.0])
+    assert_close(slope(S.relu6, [0.0, 6.0, 3.0]), [0.0, 0.0, 1.0])
+    assert_close(slope(S.softplus, [0.0]), [0.5])
+
+
+def test_activations_do_not_overflow_in_the_branch_they_do_not_take():
+    x = leaf([-1000.0, -30.0, 0.0, 30.0, 1000.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # an overflow in exp would be a RuntimeWarning
+        for fn in (S.elu, S.softplus, S.silu, S.gelu, lambda t: S.gelu(t, "tanh"), lambda t: S.softplus(t, 3.0, 5.0)):
+            out = fn(x)
+            (g,) = S.grad(out.sum(), x, create_graph=True)
+            (h,) = S.grad(g.sum(), x)
+            assert np.isfinite(out.data).all() and np.isfinite(g.data).all() and np.isfinite(h.data).all()
+    assert_close(S.softplus(x).data[-1], 1000.0)
+
+
+@pytest.mark.parametrize("name", sorted(ACTIVATIONS))
+def test_activations_keep_float32(name):
+    fn = ACTIVATIONS[name][0]
+    x = Tensor(np.array([-1.5, 0.25, 2.0], dtype=np.float32), requires_grad=True)
+    out = fn(x)
+    out.sum().backward()
+    assert out.dtype == np.float32 and x.grad.dtype == np.float32, name
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda x: S.softplus(x, beta=0), "softplus: beta must be positive, got 0"),
+    (lambda x: S.hardtanh(x, 1.0, -1.0), "hardtanh: min_val (1.0) must not exceed max_val (-1.0)"),
+    (lambda x: S.gelu(x, "erf"), "gelu: approximate must be 'none' or 'tanh', got 'erf'"),
+    (lambda x: nn.GELU("fast"), "GELU: approximate must be 'none' or 'tanh', got 'fast'"),
+])
+def test_activation_errors(call, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        call(Tensor([1.0]))
+
+
+def test_activation_layers_are_their_functions():
+    x = Tensor(np.linspace(-3, 8, 12))
+    layers = {
+        "LeakyReLU(negative_slope=0.2)": (nn.LeakyReLU(0.2), S.leaky_relu(x, 0.2)),
+        "ELU(alpha=1.5)": (nn.ELU(1.5), S.elu(x, 1.5)),
+        "Softplus(beta=2.0, threshold=3.0)": (nn.Softplus(2.0, 3.0), S.softplus(x, 2.0, 3.0)),
+        "Hardtanh(min_val=-0.5, max_val=1.0)": (nn.Hardtanh(-0.5, 1.0), S.hardtanh(x, -0.5, 1.0)),
+        "ReLU6(min_val=0.0, max_val=6.0)": (nn.ReLU6(), S.relu6(x)),
+        "SiLU()": (nn.SiLU(), S.silu(x)),
+        "GELU(approximate='tanh')": (nn.GELU("tanh"), S.gelu(x, "tanh")),
+    }
+    for text, (layer, expected) in layers.items():
+        assert repr(layer) == text
+        assert_close(layer(x), expected.data, msg=text)
+        assert not list(layer.parameters())
+    assert nn.functional.gelu is S.gelu and nn.functional.leaky_relu is S.leaky_relu
+
+
+# --------------------------------------------------------------------------------------------
+# Selecting and rearranging: roll, tril/triu, take, take_along_axis, gather, repeat, tile, split, chunk
+# --------------------------------------------------------------------------------------------
+def _grad_of(fn, x):
+    """The function's gradient with a fixed random upstream gradient, as an array."""
+    out = fn(x)
+    g_out = np.random.default_rng(3).standard_normal(out.shape)
+    (g,) = S.grad(out, x, grad_outputs=g_out)
+    return g.data, g_out
+
+
+@given(shape=nonscalar_shapes, seed=seeds, data=st.data())
+def test_roll(shape, seed, data):
+    x = leaf(uniform(np.random.default_rng(seed), shape))
+    shift = data.draw(st.integers(-5, 5), label="shift")
+    axis = data.draw(st.one_of(st.none(), st.integers(-len(shape), len(shape) - 1)), label="axis")
+    assert_close(x.roll(shift, axis), np.roll(x.data, shift, axis))
+    gradcheck(lambda t: S.roll(t, shift, axis) ** 2, x)
+    g, g_out = _grad_of(lambda t: S.roll(t, shift, axis), x)
+    assert_close(g, np.roll(g_out, -shift, axis))  # the adjoint of a roll rolls back
+
+
+def test_roll_several_axes():
+    x = Tensor(np.arange(24.0).reshape(2, 3, 4))
+    assert_close(S.roll(x, (1, -2), (0, 2)), np.roll(x.data, (1, -2), (0, 2)))
+    with pytest.raises(ValueError, match=re.escape("roll: 2 shift(s) (1, 2) for 1 axis/axes 0")):
+        S.roll(x, (1, 2), 0)
+
+
+@pytest.mark.parametrize("name", ["tril", "triu"])
+@given(seed=seeds, data=st.data())
+def test_triangles(name, seed, data):
+    shape = data.draw(st.sampled_from([(3, 3), (2, 4), (4, 2), (2, 3, 3)]), label="shape")
+    k = data.draw(st.integers(-3, 3), label="k")
+    x = leaf(uniform(np.random.default_rng(seed), shape))
+    assert_close(getattr(S, name)(x, k), getattr(np, name)(x.data, k))
+    assert_close(getattr(x, name)(k), getattr(np, name)(x.data, k))
+    g, g_out = _grad_of(lambda t: getattr(S, name)(t, k), x)
+    assert_close(g, getattr(np, name)(g_out, k))
+    gradcheck(lambda t: getattr(S, name)(t, k) ** 2, x)
+
+
+def test_triangles_keep_inf_out_of_the_zeroed_part():
+    x = Tensor([[1.0, np.inf], [2.0, 3.0]])
+    assert np.array_equal(S.tril(x).data, [[1.0, 0.0], [2.0, 3.0]])  # a mask product would give nan
+    with pytest.raises(ValueError, match=re.escape("tril: needs a tensor with at least 2 dimensions")):
+        S.tril(Tensor([1.0, 2.0]))
+
+
+def test_take_sums_the_gradient_of_a_repeated_index():
+    x = leaf(np.arange(12.0).reshape(3, 4))
+    out = x.take([3, 0, 3, 3], axis=1)
+    assert_close(out, np.take(x.data, [3, 0, 3, 3], axis=1))
+    out.sum().backward()
+    assert_close(x.grad, np.tile([1.0, 0.0, 0.0, 3.0], (3, 1)))
+    assert_close(S.take(x, [[0, 11], [-1, 5]]), np.take(x.data, [[0, 11], [-1, 5]]))  # flattened, negatives
+
+
+@given(seed=seeds, data=st.data())
+def test_take_along_axis_and_gather(seed, data):
+    shape = data.draw(st.sampled_from([(3, 4), (2, 3, 4), (5,)]), label="shape")
+    axis = data.draw(st.integers(-len(shape), len(shape) - 1), label="axis")
+    rng = np.random.default_rng(seed)
+    x = leaf(uniform(rng, shape))
+    idx_shape = tuple(rng.integers(1, 4) if d == axis % len(shape) else n for d, n in enumerate(shape))
+    idx = rng.integers(-shape[axis], shape[axis], idx_shape)
+    expected = np.take_along_axis(x.data, idx, axis)
+    assert_close(S.take_along_axis(x, idx, axis), expected)
+    assert_close(x.gather(axis, idx), expected)
+    g, g_out = _grad_of(lambda t: S.gather(t, axis, idx), x)
+    expected_grad = np.zeros(shape)
+    for pos in np.ndindex(*idx.shape):  # the definition: out[pos] = x[pos with idx[pos] on axis]
+        source = list(pos)
+        source[axis % len(shape)] = idx[pos]
+        expected_grad[tuple(source)] += g_out[pos]
+    assert_close(g, expected_grad)
+    gradcheck(lambda t: S.gather(t, axis, idx) ** 2, x)
+
+
+def test_gather_reads_the_leading_part_with_a_smaller_index():
+    x = Tensor(np.arange(15.0).reshape(3, 5))
+    assert_close(S.gather(x, 0, np.array([[2, 0], [0, 0]])), [[10.0, 1.0], [0.0, 1.0]])
+    with pytest.raises(ValueError, match=re.escape("gather: index of shape (4, 1) is larger than the tensor's "
+                                                   "shape (3, 5) off dim 1")):
+        S.gather(x, 1, np.zeros((4, 1), dtype=int))
+
+
+@pytest.mark.parametrize("call, error, message", [
+    (lambda x: x.take([4], axis=1), IndexError, "take: index 4 is out of bounds for axis 1 with size 4"),
+    (lambda x: x.take([0.5]), TypeError, "take: indices must be integers, got dtype float64"),
+    (lambda x: x.gather(1, np.array([[0], [9], [0]])), IndexError,
+     "gather: index 9 is out of bounds for axis 1 with size 4"),
+    (lambda x: x.gather(1, np.array([0, 1])), ValueError, "gather: index has 1 dimensions, the tensor 2"),
+    (lambda x: S.take_along_axis(x, np.zeros((2, 2), dtype=int), 1), ValueError,
+     "take_along_axis: indices of shape (2, 2) do not broadcast against the tensor's shape (3, 4) off axis 1"),
+    (lambda x: x.repeat([1, 2], axis=0), ValueError, "repeat: 2 repeat counts for an axis of size 3"),
+    (lambda x: x.repeat(-1), ValueError, "repeat: repeats must be non-negative integers, got -1"),
+    (lambda x: x.tile((2, -1)), ValueError, "tile: reps must be non-negative integers, got (2, -1)"),
+    (lambda x: x.split(3, axis=1), ValueError, "split: axis 1 of size 4 cannot be split into 3 equal parts"),
+    (lambda x: x.chunk(0), ValueError, "chunk: chunks must be a positive int, got 0"),
+])
+def test_selection_errors_name_the_op(call, error, message):
+    x = Tensor(np.ones((3, 4)))
+    with pytest.raises(error, match=re.escape(message)):
+        call(x)
+
+
+@given(shape=shapes, seed=seeds, data=st.data())
+def test_repeat_and_tile(shape, seed, data):
+    rng = np.random.default_rng(seed)
+    x = leaf(uniform(rng, shape))
+    axis = data.draw(st.one_of(st.none(), st.integers(-len(shape), len(shape) - 1)) if shape else st.none())
+    n = x.data.size if axis is None else shape[axis]
+    counts = data.draw(st.one_of(st.integers(0, 3), st.lists(st.integers(0, 3), min_size=n, max_size=n)))
+    assert_close(x.repeat(counts, axis), np.repeat(x.data, counts, axis))
+    gradcheck(lambda t: S.repeat(t, counts, axis) ** 2, x)
+    reps = tuple(data.draw(st.lists(st.integers(1, 3), min_size=1, max_size=4), label="reps"))
+    assert_close(x.tile(reps), np.tile(x.data, reps))
+    g, g_out = _grad_of(lambda t: S.tile(t, reps), x)
+    d = max(x.ndim, len(reps))
+    full = (1,) * (d - len(reps)) + reps
+    blocks = g_out.reshape(tuple(v for r, m in zip(full, (1,) * (d - x.ndim) + shape, strict=True) for v in (r, m)))
+    assert_close(g, blocks.sum(axis=tuple(range(0, 2 * d, 2))).reshape(shape))  # the copies' gradients summed
+
+
+@given(seed=seeds, data=st.data())
+def test_split_and_chunk(seed, data):
+    shape = data.draw(st.sampled_from([(6,), (4, 6), (2, 7, 3)]), label="shape")
+    axis = data.draw(st.integers(-len(shape), len(shape) - 1), label="axis")
+    x = leaf(uniform(np.random.default_rng(seed), shape))
+    n = shape[axis]
+    cuts = sorted(data.draw(st.lists(st.integers(0, n), max_size=3), label="cuts"))
+    parts = x.split(cuts, axis)
+    for got, want in zip(parts, np.split(x.data, cuts, axis), strict=True):
+        assert_close(got, want)
+    sections = data.draw(st.sampled_from([d for d in range(1, n + 1) if n % d == 0]), label="sections")
+    assert [p.shape for p in S.split(x, sections, axis)] == [a.shape for a in np.split(x.data, sections, axis)]
+    chunks = data.draw(st.integers(1, n + 1), label="chunks")
+    pieces = x.chunk(chunks, axis)
+    size = -(-n // chunks)
+    assert [p.shape[axis] for p in pieces] == [min(size, n - i) for i in range(0, n, size)]  # PyTorch's sizes
+    assert_close(S.concatenate(pieces, axis), x.data)
+    weighted = lambda t: S.concatenate([p * (i + 1.0) for i, p in enumerate(S.chunk(t, chunks, axis))], axis)  # noqa: E731
+    gradcheck(weighted, x)
+
+
+def test_chunk_sizes_are_pytorchs():
+    assert [p.shape[0] for p in Tensor(np.zeros(7)).chunk(3)] == [3, 3, 1]
+    assert [p.shape[0] for p in Tensor(np.zeros(4)).chunk(3)] == [2, 2]  # fewer parts than asked, as PyTorch
+    assert [p.shape[0] for p in Tensor(np.zeros(2)).chunk(5)] == [1, 1]
+
+
+# --------------------------------------------------------------------------------------------
+# layer_norm and LayerNorm
+# --------------------------------------------------------------------------------------------
+@given(seed=seeds, data=st.data())
+def test_layer_norm(seed, data):
+    shape = data.draw(st.sampled_from([(2, 3), (2, 3, 4), (4,)]), label="shape")
+    k = data.draw(st.integers(1, len(shape)), label="axes normalized")
+    norm = shape[len(shape) - k:]
+    rng = np.random.default_rng(seed)
+    x, w, b = leaf(uniform(rng, shape)), leaf(uniform(rng, norm)), leaf(uniform(rng, norm))
+    axes = tuple(range(len(shape) - k, len(shape)))
+    mean, var = x.data.mean(axis=axes, keepdims=True), x.data.var(axis=axes, keepdims=True)
+    expected = (x.data - mean) / np.sqrt(var + 1e-5) * w.data + b.data
+    assert_close(nn.functional.layer_norm(x, norm, w, b), expected)
+    gradcheck(lambda a, c, d: nn.functional.layer_norm(a, norm, c, d), x, w, b)
+    gradgradcheck(lambda a, c, d: nn.functional.layer_norm(a, norm, c, d), x, w, b)
+
+
+def test_layer_norm_layer():
+    layer = nn.LayerNorm((3, 4), dtype=np.float64)
+    assert [name for name, _ in layer.named_parameters()] == ["weight", "bias"]
+    assert repr(layer) == "LayerNorm((3, 4), eps=1e-05, elementwise_affine=True)"
+    x = Tensor(np.random.default_rng(0).standard_normal((2, 3, 4)) * 5 + 3)
+    y = layer(x)
+    assert_close(y.data.mean(axis=(1, 2)), np.zeros(2), atol=1e-12)
+    assert_close(y.data.var(axis=(1, 2)), np.ones(2), rtol=1e-4)
+    layer.eval()
+    assert_close(layer(x), y.data)  # no running statistics: eval is the same computation
+    assert [n for n, _ in nn.LayerNorm(4, bias=False).named_parameters()] == ["weight"]
+    assert not list(nn.LayerNorm(4, elementwise_affine=False).parameters())
+    assert nn.LayerNorm(4).weight.dtype == np.float32
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: nn.functional.layer_norm(Tensor(np.ones((2, 3))), (2,)),
+     "layer_norm: normalized_shape (2,) must be the last axes of the input, got input shape (2, 3)"),
+    (lambda: nn.functional.layer_norm(Tensor(np.ones(3)), (2, 3)),
+     "layer_norm: normalized_shape (2, 3) must be the last axes of the input, got input shape (3,)"),
+    (lambda: nn.functional.layer_norm(Tensor(np.ones((2, 3))), 3, weight=Tensor(np.ones(2))),
+     "layer_norm: weight has shape (2,), expected normalized_shape (3,)"),
+])
+def test_layer_norm_errors(call, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        call()

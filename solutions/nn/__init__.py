@@ -11,15 +11,16 @@ Tests: `tests/test_layers.py`, `tests/test_training.py`, `tests/test_nn_golden.p
 """
 from . import functional, init
 from .layers import (
-    AvgPool2d, BatchNorm1d, BatchNorm2d, Conv2d, ConvTranspose2d, CrossEntropyLoss, Dropout, Flatten, Identity,
-    Linear, MaxPool2d, MSELoss, NLLLoss, ReLU, Sigmoid, Tanh,
+    AvgPool2d, BatchNorm1d, BatchNorm2d, Conv2d, ConvTranspose2d, CrossEntropyLoss, Dropout, ELU, Flatten, GELU,
+    Hardtanh, Identity, LayerNorm, LeakyReLU, Linear, MaxPool2d, MSELoss, NLLLoss, ReLU, ReLU6, SiLU, Sigmoid,
+    Softplus, Tanh,
 )
 from .module import LoadResult, Module, ModuleBase, Parameter, Sequential
 from .numerical import numerical_gradient
 
 __all__ = [
-    "AvgPool2d", "BatchNorm1d", "BatchNorm2d", "Conv2d", "ConvTranspose2d", "CrossEntropyLoss", "Dropout", "Flatten",
-    "Identity", "Linear", "LoadResult", "MSELoss", "MaxPool2d", "Module", "ModuleBase", "NLLLoss", "Parameter",
-    "ReLU", "Sequential", "Sigmoid", "Tanh", "functional", "init",
-    "numerical_gradient",
+    "AvgPool2d", "BatchNorm1d", "BatchNorm2d", "Conv2d", "ConvTranspose2d", "CrossEntropyLoss", "Dropout", "ELU",
+    "Flatten", "GELU", "Hardtanh", "Identity", "LayerNorm", "LeakyReLU", "Linear", "LoadResult", "MSELoss",
+    "MaxPool2d", "Module", "ModuleBase", "NLLLoss", "Parameter", "ReLU", "ReLU6", "Sequential", "SiLU", "Sigmoid",
+    "Softplus", "Tanh", "functional", "init", "numerical_gradient",
 ]

@@ -1,4 +1,5 @@
-"""Stateless building blocks of layers and losses: `linear`, `dropout`, `batch_norm`, and the losses.
+"""Stateless building blocks of layers and losses: `linear`, `dropout`, `batch_norm`, `layer_norm`,
+and the losses.
 
 Book: chapter 5 (`book/05_layers.md`). Tests: `tests/test_layers.py`, `tests/test_nn_golden.py`.
 
@@ -24,12 +25,19 @@ from ..ops import (  # noqa: F401  (re-exported: F.conv2d, F.relu, ... as in tor
     conv2d,
     conv_transpose2d,
     einsum,
+    elu,
+    gelu,
     global_avg_pool2d,
+    hardtanh,
+    leaky_relu,
     log_softmax,
     max_pool2d,
     relu,
+    relu6,
     sigmoid,
+    silu,
     softmax,
+    softplus,
     tanh,
 )
 
@@ -117,6 +125,42 @@ def batch_norm(
     scale = inv_std if weight is None else inv_std * weight.reshape(shape)
     y = centered * scale
     return y if bias is None else y + bias.reshape(shape)
+
+
+def layer_norm(
+    x: Tensor,
+    normalized_shape: int | tuple[int, ...],
+    weight: Tensor | None = None,
+    bias: Tensor | None = None,
+    eps: float = 1e-5,
+) -> Tensor:
+    r"""Normalize each sample over its last axes (`normalized_shape`, e.g. the features of a token):
+    $(x - \mu)/\sqrt{\sigma^2 + \epsilon}$ with the mean and the *biased* variance of those axes,
+    then $\gamma \hat x + \beta$ elementwise (weight and bias have `normalized_shape`). Unlike
+    batch_norm it never looks across the batch, so training and evaluation are the same.
+
+    It *is* batch_norm on another grouping: viewed as (1, M, D), with M the samples and D the
+    normalized elements, every sample is a "channel" whose statistics batch_norm takes over D.
+    """
+    x = as_tensor(x)
+    shape = (normalized_shape,) if isinstance(normalized_shape, (int, np.integer)) else tuple(normalized_shape)
+    k = len(shape)
+    if k == 0 or x.ndim < k or x.shape[x.ndim - k:] != shape:
+        raise ValueError(f"layer_norm: normalized_shape {shape} must be the last axes of the input, "
+                         f"got input shape {x.shape}")
+    for name, p in (("weight", weight), ("bias", bias)):
+        if p is not None and p.shape != shape:
+            raise ValueError(f"layer_norm: {name} has shape {p.shape}, expected normalized_shape {shape}")
+    D = int(np.prod(shape))
+    if D == 1:  # one element per sample: it is its own mean, so the normalized value is 0
+        y = x - x
+    else:
+        y = batch_norm(x.reshape(1, x.size // D, D), None, None, training=True, eps=eps).reshape(x.shape)
+    if weight is not None:
+        y = y * weight
+    if bias is not None:
+        y = y + bias
+    return y
 
 
 # --------------------------------------------------------------------------------------------

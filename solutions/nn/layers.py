@@ -1,4 +1,5 @@
-"""The layers: Linear, Conv2d, ConvTranspose2d, pooling, Flatten, activations, Dropout, BatchNorm, and losses.
+"""The layers: Linear, Conv2d, ConvTranspose2d, pooling, Flatten, activations, Dropout, BatchNorm,
+LayerNorm, and losses.
 
 Book: chapters 5 and 6 (`book/05_layers.md`, `book/06_training.md`).
 Tests: `tests/test_layers.py`, `tests/test_nn_golden.py`.
@@ -23,8 +24,9 @@ from . import init
 from .module import Module, Parameter
 
 __all__ = [
-    "AvgPool2d", "BatchNorm1d", "BatchNorm2d", "Conv2d", "ConvTranspose2d", "CrossEntropyLoss", "Dropout", "Flatten",
-    "Identity", "Linear", "MSELoss", "MaxPool2d", "NLLLoss", "ReLU", "Sigmoid", "Tanh",
+    "AvgPool2d", "BatchNorm1d", "BatchNorm2d", "Conv2d", "ConvTranspose2d", "CrossEntropyLoss", "Dropout", "ELU",
+    "Flatten", "GELU", "Hardtanh", "Identity", "LayerNorm", "LeakyReLU", "Linear", "MSELoss", "MaxPool2d", "NLLLoss",
+    "ReLU", "ReLU6", "SiLU", "Sigmoid", "Softplus", "Tanh",
 ]
 
 
@@ -302,6 +304,32 @@ class BatchNorm2d(_BatchNorm):
     _shape_text = "(N, C, H, W)"
 
 
+class LayerNorm(Module):
+    """Layer normalization over the last axes (`normalized_shape`) of each sample, with a weight and
+    a bias of that shape (ones and zeros at first). The same computation in train and eval mode."""
+
+    def __init__(self, normalized_shape: int | tuple[int, ...], eps: float = 1e-5,
+                 elementwise_affine: bool = True, bias: bool = True, *, dtype: Any = np.float32):
+        super().__init__()
+        dtype = _float_dtype(dtype, "LayerNorm")
+        shape = (normalized_shape,) if isinstance(normalized_shape, (int, np.integer)) else tuple(normalized_shape)
+        self.normalized_shape, self.eps, self.elementwise_affine = shape, eps, elementwise_affine
+        if elementwise_affine:
+            self.weight = Parameter(np.ones(shape, dtype=dtype))  # gamma
+        else:
+            self.register_parameter("weight", None)
+        if elementwise_affine and bias:
+            self.bias = Parameter(np.zeros(shape, dtype=dtype))  # beta
+        else:
+            self.register_parameter("bias", None)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
+
+    def extra_repr(self) -> str:
+        return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
+
+
 # --------------------------------------------------------------------------------------------
 # Layers without weights
 # --------------------------------------------------------------------------------------------
@@ -369,6 +397,92 @@ class Sigmoid(Module):
 class Tanh(Module):
     def forward(self, x: Tensor) -> Tensor:
         return x.tanh()
+
+
+class LeakyReLU(Module):
+    """x for x > 0, else negative_slope * x."""
+
+    def __init__(self, negative_slope: float = 0.01):
+        super().__init__()
+        self.negative_slope = negative_slope
+
+    def forward(self, x: Tensor) -> Tensor:
+        return ops.leaky_relu(x, self.negative_slope)
+
+    def extra_repr(self) -> str:
+        return f"negative_slope={self.negative_slope}"
+
+
+class ELU(Module):
+    r"""x for x > 0, else $\alpha (e^x - 1)$."""
+
+    def __init__(self, alpha: float = 1.0):
+        super().__init__()
+        self.alpha = alpha
+
+    def forward(self, x: Tensor) -> Tensor:
+        return ops.elu(x, self.alpha)
+
+    def extra_repr(self) -> str:
+        return f"alpha={self.alpha}"
+
+
+class Softplus(Module):
+    r"""$\frac1\beta \log(1 + e^{\beta x})$, linear past the threshold."""
+
+    def __init__(self, beta: float = 1.0, threshold: float = 20.0):
+        super().__init__()
+        self.beta, self.threshold = beta, threshold
+
+    def forward(self, x: Tensor) -> Tensor:
+        return ops.softplus(x, self.beta, self.threshold)
+
+    def extra_repr(self) -> str:
+        return f"beta={self.beta}, threshold={self.threshold}"
+
+
+class Hardtanh(Module):
+    """x clipped to [min_val, max_val]."""
+
+    def __init__(self, min_val: float = -1.0, max_val: float = 1.0):
+        super().__init__()
+        self.min_val, self.max_val = min_val, max_val
+
+    def forward(self, x: Tensor) -> Tensor:
+        return ops.hardtanh(x, self.min_val, self.max_val)
+
+    def extra_repr(self) -> str:
+        return f"min_val={self.min_val}, max_val={self.max_val}"
+
+
+class ReLU6(Hardtanh):
+    """min(max(x, 0), 6)."""
+
+    def __init__(self):
+        super().__init__(0.0, 6.0)
+
+
+class SiLU(Module):
+    r"""$x \sigma(x)$."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        return ops.silu(x)
+
+
+class GELU(Module):
+    r"""$x \Phi(x)$; approximate="tanh" for the tanh formula."""
+
+    def __init__(self, approximate: str = "none"):
+        super().__init__()
+        if approximate not in ("none", "tanh"):
+            raise ValueError(f"GELU: approximate must be 'none' or 'tanh', got {approximate!r}")
+        self.approximate = approximate
+
+    def forward(self, x: Tensor) -> Tensor:
+        return ops.gelu(x, self.approximate)
+
+    def extra_repr(self) -> str:
+        return f"approximate={self.approximate!r}"
 
 
 class Dropout(Module):

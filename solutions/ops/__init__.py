@@ -7,8 +7,12 @@ The convolution, pooling, dilate and erode ops run their array kernels through `
 which picks the teaching or the fast ones (bound at the end of this file).
 
 Beyond the chapters' ops, the ones a PyTorch user reaches for: `sin`, `cos`, `sign`, `floor`,
-`ceil`, `round` (math.py), `std`, `prod`, `cumsum` (reduce.py), `einsum` (einsumfunc.py),
-`conv_transpose2d` (conv_transpose.py) and `max_pool2d(..., dilation=d)` (pool.py). An axis out
+`ceil`, `round`, `trunc`, `tan`, `sinh`, `cosh`, `arcsin`/`asin`, `arccos`/`acos`, `arctan`/`atan`,
+`log1p`, `expm1`, `erf`, `square`, `reciprocal`, `rsqrt` (math.py), `leaky_relu`, `elu`, `softplus`,
+`hardtanh`, `relu6`, `silu`, `gelu` (activation.py), `roll`, `tril`, `triu`, `take`,
+`take_along_axis`, `gather`, `repeat`, `tile`, `split`, `chunk` (shape.py), `std`, `prod`, `cumsum`
+(reduce.py), `einsum` (einsumfunc.py), `conv_transpose2d` (conv_transpose.py) and
+`max_pool2d(..., dilation=d)` (pool.py). An axis out
 of range raises NumPy's `AxisError`, both a ValueError and an IndexError, naming the op.
 
 No module here is named after a function it exports (`matmul` lives in `linalg.py`, `softmax` in
@@ -46,6 +50,16 @@ from .pool import (
 # Beyond the chapters (re-exported: the op namespace).
 from .pool import MaxPool2dDilated, MaxPool2dDilatedGather, MaxPool2dDilatedScatter  # noqa: F401
 from .math import Ceil, Cos, Floor, Round, Sign, Sin, ceil, cos, floor, round, sign, sin  # noqa: F401
+from .math import (  # noqa: F401
+    Arccos, Arcsin, Arctan, Cosh, Erf, Expm1, Log1p, Sinh, Tan, Trunc, acos, arccos, arcsin, arctan, asin, atan,
+    cosh, erf, expm1, log1p, reciprocal, rsqrt, sinh, square, tan, trunc,
+)
+from .activation import (  # noqa: F401
+    ELU, Hardtanh, LeakyReLU, Softplus, elu, gelu, hardtanh, leaky_relu, relu6, silu, softplus,
+)
+from .shape import (  # noqa: F401
+    Roll, Triangle, chunk, gather, repeat, roll, split, take, take_along_axis, tile, tril, triu,
+)
 from .einsumfunc import Einsum, einsum  # noqa: F401
 from .conv_transpose import conv_transpose2d  # noqa: F401
 from . import kernels

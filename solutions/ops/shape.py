@@ -362,3 +362,202 @@ class Flip(Function):
 def flip(x, axis=None) -> Tensor:
     x = as_tensor(x)
     return Flip.apply(x, axes=normalize_axis(axis, x.ndim, "flip"))
+
+
+# --------------------------------------------------------------------------------------------
+# Rolling, triangles, and selecting along an axis (beyond the chapters: what a PyTorch or NumPy
+# user reaches for). Each gradient is its op's adjoint: roll back, the same triangle, scatter-add.
+# --------------------------------------------------------------------------------------------
+class Roll(Function):
+    """np.roll: elements shifted along axes, wrapping around; the gradient rolls back."""
+
+    def __init__(self, shift: Any, axis: Any):
+        self.shift, self.axis = shift, axis
+
+    def forward(self, x):
+        return np.roll(x, self.shift, self.axis)
+
+    def backward(self, grad):
+        back = tuple(-s for s in self.shift) if isinstance(self.shift, tuple) else -self.shift
+        return roll(grad, back, self.axis)
+
+
+def roll(x, shift, axis=None) -> Tensor:
+    """NumPy's `roll` (PyTorch's `roll(shifts, dims)`): with axis None the flattened tensor rolls."""
+    x = as_tensor(x)
+    if axis is None:
+        if not isinstance(shift, (int, np.integer)):
+            raise TypeError(f"roll: with axis=None the shift must be one int, got {shift!r}")
+        return Roll.apply(x, shift=int(shift), axis=None)
+    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    shifts = (shift,) if isinstance(shift, (int, np.integer)) else tuple(shift)
+    if len(shifts) != len(axes):
+        raise ValueError(f"roll: {len(shifts)} shift(s) {shift!r} for {len(axes)} axis/axes {axis!r}")
+    axes = tuple(normalize_axis((a,), x.ndim, "roll")[0] for a in axes)  # repeats allowed, as in NumPy
+    return Roll.apply(x, shift=tuple(int(s) for s in shifts), axis=axes)
+
+
+class Triangle(Function):
+    """The lower (tril) or upper (triu) triangle of the last two axes, from diagonal k; the rest 0.
+    Keeping a fixed set of elements is its own adjoint: the gradient is the same triangle of grad."""
+
+    def __init__(self, k: int, lower: bool):
+        self.k, self.lower = k, lower
+
+    def forward(self, x):
+        return np.tril(x, self.k) if self.lower else np.triu(x, self.k)
+
+    def backward(self, grad):
+        return Triangle.apply(grad, k=self.k, lower=self.lower)
+
+
+def _triangle(x, k, lower: bool, op: str) -> Tensor:
+    x = as_tensor(x)
+    if x.ndim < 2:
+        raise ValueError(f"{op}: needs a tensor with at least 2 dimensions (a matrix or a batch of them), "
+                         f"got shape {x.shape}")
+    if not isinstance(k, (int, np.integer)):
+        raise TypeError(f"{op}: the diagonal k must be an int, got {k!r}")
+    return Triangle.apply(x, k=int(k), lower=lower)
+
+
+def tril(x, k: int = 0) -> Tensor:
+    return _triangle(x, k, True, "tril")
+
+
+def triu(x, k: int = 0) -> Tensor:
+    return _triangle(x, k, False, "triu")
+
+
+def _index_array(indices: Any, op: str) -> np.ndarray:
+    idx = np.asarray(indices.data if isinstance(indices, Tensor) else indices)
+    if idx.dtype.kind not in "iu":
+        raise TypeError(f"{op}: indices must be integers, got dtype {idx.dtype}")
+    return idx
+
+
+def _check_bounds(idx: np.ndarray, size: int, axis: int, op: str) -> None:
+    bad = idx[(idx < -size) | (idx >= size)]
+    if bad.size:
+        raise IndexError(f"{op}: index {int(bad.flat[0])} is out of bounds for axis {axis} with size {size}")
+
+
+def take(x, indices, axis=None) -> Tensor:
+    """NumPy's `take`: the elements at `indices` along `axis` (of the flattened tensor if None).
+    An index may repeat; its gradient is then summed (getitem's scatter-add)."""
+    x = as_tensor(x)
+    idx = _index_array(indices, "take")
+    if axis is None:
+        x, axis = reshape(x, (-1,)), 0
+    else:
+        axis = normalize_axis((axis,), x.ndim, "take")[0]
+    _check_bounds(idx, x.shape[axis], axis, "take")
+    return getitem(x, (slice(None),) * axis + (idx,))
+
+
+def _along_axis(x: Tensor, idx: np.ndarray, axis: int, op: str) -> Tensor:
+    """out[..., i, ...] = x[..., idx[..., i, ...], ...] along `axis`; idx has x's number of axes and
+    gives the output's shape; on the other axes it picks the same position."""
+    _check_bounds(idx, x.shape[axis], axis, op)
+    index = tuple(idx if d == axis else np.arange(n).reshape((1,) * d + (n,) + (1,) * (idx.ndim - d - 1))
+                  for d, n in enumerate(idx.shape))
+    return getitem(x, index)
+
+
+def take_along_axis(x, indices, axis: int) -> Tensor:
+    """NumPy's `take_along_axis`: indices with x's number of axes, broadcast against x off `axis`."""
+    x = as_tensor(x)
+    idx = _index_array(indices, "take_along_axis")
+    if idx.ndim != x.ndim:
+        raise ValueError(f"take_along_axis: indices have {idx.ndim} dimensions, the tensor {x.ndim} "
+                         f"(shapes {idx.shape} and {x.shape})")
+    axis = normalize_axis((axis,), x.ndim, "take_along_axis")[0]
+    shape = tuple(idx.shape[d] if d == axis else n for d, n in enumerate(x.shape))
+    try:
+        idx = np.broadcast_to(idx, np.broadcast_shapes(idx.shape, shape))
+    except ValueError:
+        raise ValueError(f"take_along_axis: indices of shape {idx.shape} do not broadcast against the tensor's "
+                         f"shape {x.shape} off axis {axis}") from None
+    return _along_axis(x, idx, axis, "take_along_axis")
+
+
+def gather(x, dim: int, index) -> Tensor:
+    """PyTorch's `gather(input, dim, index)`: out[i][j] = x[i][index[i][j]] for dim=1. `index` has x's
+    number of axes and may be smaller than x off `dim` (it then reads the leading part)."""
+    x = as_tensor(x)
+    idx = _index_array(index, "gather")
+    if idx.ndim != x.ndim:
+        raise ValueError(f"gather: index has {idx.ndim} dimensions, the tensor {x.ndim} "
+                         f"(shapes {idx.shape} and {x.shape})")
+    dim = normalize_axis((dim,), x.ndim, "gather")[0]
+    if any(m > n for d, (m, n) in enumerate(zip(idx.shape, x.shape, strict=True)) if d != dim):
+        raise ValueError(f"gather: index of shape {idx.shape} is larger than the tensor's shape {x.shape} "
+                         f"off dim {dim}")
+    return _along_axis(x, idx, dim, "gather")
+
+
+def repeat(x, repeats, axis=None) -> Tensor:
+    """NumPy's `repeat`: each element `repeats` times in a row along `axis` (flattened if None);
+    `repeats` is an int or one count per element. (PyTorch's `Tensor.repeat` is `tile`.)"""
+    x = as_tensor(x)
+    if axis is None:
+        x, axis = reshape(x, (-1,)), 0
+    else:
+        axis = normalize_axis((axis,), x.ndim, "repeat")[0]
+    counts = np.asarray(repeats)
+    if counts.dtype.kind not in "iu" or (counts < 0).any():
+        raise ValueError(f"repeat: repeats must be non-negative integers, got {repeats!r}")
+    try:
+        idx = np.repeat(np.arange(x.shape[axis]), counts)
+    except ValueError:
+        raise ValueError(f"repeat: {counts.size} repeat counts for an axis of size {x.shape[axis]}") from None
+    return getitem(x, (slice(None),) * axis + (idx,))
+
+
+def tile(x, reps) -> Tensor:
+    """NumPy's `tile` (PyTorch's `Tensor.repeat`): the whole tensor copied `reps` times per axis.
+    A broadcast between interleaved axes, so the gradient is broadcast's: a sum over the copies."""
+    x = as_tensor(x)
+    reps = (reps,) if isinstance(reps, (int, np.integer)) else tuple(reps)
+    if any(not isinstance(r, (int, np.integer)) or r < 0 for r in reps):
+        raise ValueError(f"tile: reps must be non-negative integers, got {reps!r}")
+    d = max(x.ndim, len(reps))
+    shape = (1,) * (d - x.ndim) + x.shape
+    reps = (1,) * (d - len(reps)) + reps
+    interleaved = reshape(x, tuple(v for n in shape for v in (1, n)))  # (1, n0, 1, n1, ...)
+    copies = broadcast_to(interleaved, tuple(v for r, n in zip(reps, shape, strict=True) for v in (r, n)))
+    return reshape(copies, tuple(r * n for r, n in zip(reps, shape, strict=True)))
+
+
+def split(x, indices_or_sections, axis: int = 0) -> list[Tensor]:
+    """NumPy's `split`: an int n gives n equal parts (an error if they cannot be equal), a list of
+    indices gives the parts between them. Each part is a slice, so the gradient is getitem's."""
+    x = as_tensor(x)
+    if x.ndim == 0:
+        raise ValueError("split: a 0-d tensor has no axis to split")
+    axis = normalize_axis((axis,), x.ndim, "split")[0]
+    n = x.shape[axis]
+    if isinstance(indices_or_sections, (int, np.integer)):
+        sections = int(indices_or_sections)
+        if sections <= 0 or n % sections:
+            raise ValueError(f"split: axis {axis} of size {n} cannot be split into {sections} equal parts "
+                             "(give a list of split points for unequal parts)")
+        cuts = [n // sections * i for i in range(1, sections)]
+    else:
+        cuts = [int(c) for c in indices_or_sections]
+    bounds = [0, *cuts, n]
+    return [getitem(x, (slice(None),) * axis + (slice(a, b),)) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+
+
+def chunk(x, chunks: int, axis: int = 0) -> list[Tensor]:
+    """PyTorch's `chunk`: parts of ceil(n / chunks) elements along `axis`, the last one smaller
+    (so there may be fewer than `chunks` parts)."""
+    x = as_tensor(x)
+    if not isinstance(chunks, (int, np.integer)) or chunks <= 0:
+        raise ValueError(f"chunk: chunks must be a positive int, got {chunks!r}")
+    if x.ndim == 0:
+        raise ValueError("chunk: a 0-d tensor has no axis to split")
+    axis = normalize_axis((axis,), x.ndim, "chunk")[0]
+    n = x.shape[axis]
+    size = -(-n // int(chunks)) or 1
+    return split(x, list(range(size, n, size)), axis)

@@ -26,6 +26,7 @@ from typing import Any, Callable
 import numpy as np
 
 import solutions as S
+from solutions.nn import functional as nn_functional
 
 Arrays = dict[str, np.ndarray]
 
@@ -396,6 +397,79 @@ for _name, (_sx, _k, _s, _p, _d) in MAX_POOL_DILATED.items():
         inputs(x=DISTINCT(_sx)),
         lambda t, x, k=_k, s=_s, p=_p, d=_d: t.nn.functional.max_pool2d(x, k, s, p, d) ** 2,
         lambda x, k=_k, s=_s, p=_p, d=_d: S.max_pool2d(x, k, s, p, d) ** 2,
+    ))
+
+
+# The second batch (appended, for the same reason): elementwise math, activations, selection.
+MATH_MORE = {
+    "tan": (lambda t, x: t.tan(x), S.tan, U((3, 4), -1.2, 1.2)),
+    "sinh": (lambda t, x: t.sinh(x), S.sinh, U((3, 4), -3, 3)),
+    "cosh": (lambda t, x: t.cosh(x), S.cosh, U((3, 4), -3, 3)),
+    "arcsin": (lambda t, x: t.asin(x), S.arcsin, U((3, 4), -0.9, 0.9)),
+    "arccos": (lambda t, x: t.acos(x), S.arccos, U((3, 4), -0.9, 0.9)),
+    "arctan": (lambda t, x: t.atan(x), S.arctan, U((3, 4), -3, 3)),
+    "log1p": (lambda t, x: t.log1p(x), S.log1p, U((3, 4), -0.9, 3)),
+    "expm1": (lambda t, x: t.expm1(x), S.expm1, U((3, 4), -3, 3)),
+    "erf": (lambda t, x: t.erf(x), S.erf, U((3, 4), -3, 3)),
+    "trunc": (lambda t, x: t.trunc(x), S.trunc, FIXED([-2.5, -1.0, -0.3, 0.0, 0.7, 2.0, 3.9])),
+    "square": (lambda t, x: t.square(x), S.square, U((3, 4))),
+    "reciprocal": (lambda t, x: t.reciprocal(x), S.reciprocal, NZ((3, 4))),
+    "rsqrt": (lambda t, x: t.rsqrt(x), S.rsqrt, POS((3, 4))),
+    # the kinks: PyTorch's derivative at 0 (and at hardtanh's corners) is what the engine must give.
+    # Not softplus exactly at its threshold: there PyTorch's first derivative is the curve's and its
+    # second the line's (0), a point of measure zero where the engine keeps the curve's for both.
+    "leaky_relu": (lambda t, x: t.nn.functional.leaky_relu(x, 0.2), lambda x: S.leaky_relu(x, 0.2),
+                   FIXED([-2.0, -0.5, 0.0, 0.5, 3.0])),
+    "elu": (lambda t, x: t.nn.functional.elu(x, 1.5), lambda x: S.elu(x, 1.5), FIXED([-3.0, -0.5, 0.0, 0.5, 40.0])),
+    "softplus": (lambda t, x: t.nn.functional.softplus(x), S.softplus, U((3, 4), -5, 5)),
+    "softplus_beta_threshold": (lambda t, x: t.nn.functional.softplus(x, beta=2.0, threshold=3.0),
+                                lambda x: S.softplus(x, 2.0, 3.0), FIXED([-4.0, -0.5, 0.0, 1.0, 1.49, 1.51, 30.0])),
+    "hardtanh": (lambda t, x: t.nn.functional.hardtanh(x, -0.5, 2.0), lambda x: S.hardtanh(x, -0.5, 2.0),
+                 FIXED([-3.0, -0.5, -0.2, 0.0, 1.0, 2.0, 2.5])),
+    "relu6": (lambda t, x: t.nn.functional.relu6(x), S.relu6, FIXED([-1.0, 0.0, 0.5, 5.9, 6.0, 7.0])),
+    "silu": (lambda t, x: t.nn.functional.silu(x), S.silu, U((3, 4), -4, 4)),
+    "gelu": (lambda t, x: t.nn.functional.gelu(x), S.gelu, U((3, 4), -4, 4)),
+    "gelu_tanh": (lambda t, x: t.nn.functional.gelu(x, approximate="tanh"), lambda x: S.gelu(x, "tanh"),
+                  U((3, 4), -4, 4)),
+}
+for _op, (_tf, _ef, _mx) in MATH_MORE.items():
+    add(_op, Case(inputs(x=_mx), _tf, _ef))
+
+# Selection ops are linear: squared, so that their second derivatives say something.
+_IDX = np.array([[2, 0, 0], [1, 3, 1]])
+SELECT = {
+    "roll_flat": (U((3, 4)), lambda t, x: t.roll(x, 5), lambda x: S.roll(x, 5)),
+    "roll_axes": (U((2, 3, 4)), lambda t, x: t.roll(x, (1, -2), (0, 2)), lambda x: S.roll(x, (1, -2), (0, 2))),
+    "tril": (U((2, 3, 4)), lambda t, x: t.tril(x), S.tril),
+    "triu_k1": (U((3, 4)), lambda t, x: t.triu(x, 1), lambda x: S.triu(x, 1)),
+    "tril_k_neg": (U((4, 3)), lambda t, x: t.tril(x, -1), lambda x: S.tril(x, -1)),
+    "take_repeated": (U((3, 4)), lambda t, x: t.index_select(x, 1, t.tensor([3, 0, 3, 3])),
+                      lambda x: S.take(x, [3, 0, 3, 3], axis=1)),
+    "gather_dim1": (U((2, 4)), lambda t, x: t.gather(x, 1, t.tensor(_IDX)), lambda x: S.gather(x, 1, _IDX)),
+    "gather_smaller_index": (U((3, 5)), lambda t, x: t.gather(x, 0, t.tensor([[2, 0], [0, 0]])),
+                             lambda x: S.gather(x, 0, np.array([[2, 0], [0, 0]]))),
+    "take_along_axis": (U((2, 4)), lambda t, x: t.take_along_dim(x, t.tensor(_IDX), 1),
+                        lambda x: S.take_along_axis(x, _IDX, 1)),
+    "repeat_counts": (U((3, 2)), lambda t, x: t.repeat_interleave(x, t.tensor([2, 0, 3]), dim=0),
+                      lambda x: S.repeat(x, [2, 0, 3], axis=0)),
+    "repeat_flat": (U((2, 2)), lambda t, x: t.repeat_interleave(x, 3), lambda x: S.repeat(x, 3)),
+    "tile": (U((2, 3)), lambda t, x: x.repeat(2, 1, 3), lambda x: S.tile(x, (2, 1, 3))),
+    "split_sections": (U((4, 6)), lambda t, x: t.cat([p * (i + 1) for i, p in enumerate(t.tensor_split(x, 3, 1))], 1),
+                       lambda x: S.concatenate([p * (i + 1) for i, p in enumerate(S.split(x, 3, 1))], 1)),
+    "split_points": (U((5, 2)), lambda t, x: t.cat([p * (i + 1) for i, p in enumerate(t.tensor_split(x, [1, 3]))]),
+                     lambda x: S.concatenate([p * (i + 1) for i, p in enumerate(S.split(x, [1, 3]))])),
+    "chunk": (U((2, 7)), lambda t, x: t.cat([p * (i + 1) for i, p in enumerate(t.chunk(x, 3, 1))], 1),
+              lambda x: S.concatenate([p * (i + 1) for i, p in enumerate(S.chunk(x, 3, 1))], 1)),
+}
+for _name, (_mx, _tf, _ef) in SELECT.items():
+    add(_name, Case(inputs(x=_mx), lambda t, x, f=_tf: f(t, x) ** 2, lambda x, f=_ef: f(x) ** 2))
+
+for _name, (_sx, _norm) in {"last": ((2, 3, 4), (4,)), "two_axes": ((2, 3, 4), (3, 4))}.items():
+    add(f"layer_norm_{_name}", Case(
+        inputs(x=U(_sx), w=U(_norm), b=U(_norm)),
+        lambda t, x, w, b, n=_norm: t.nn.functional.layer_norm(x, n, w, b),
+        lambda x, w, b, n=_norm: nn_functional.layer_norm(x, n, w, b),
+        diff=("x", "w", "b"),
     ))
 
 
