@@ -797,6 +797,10 @@ def test_gather_reads_the_leading_part_with_a_smaller_index():
     (lambda x: x.tile((2, -1)), ValueError, "tile: reps must be non-negative integers, got (2, -1)"),
     (lambda x: x.split(3, axis=1), ValueError, "split: axis 1 of size 4 cannot be split into 3 equal parts"),
     (lambda x: x.chunk(0), ValueError, "chunk: chunks must be a positive int, got 0"),
+    (lambda x: x.split(2.5), TypeError, "split: indices_or_sections must be an int or a list of ints, got 2.5"),
+    (lambda x: S.take_along_axis(x.sum(), np.array(0), 0), ValueError,
+     "take_along_axis: a 0-d tensor has no axis to take along"),
+    (lambda x: S.gather(x.sum(), 0, np.array(0)), ValueError, "gather: a 0-d tensor has no dim to gather along"),
 ])
 def test_selection_errors_name_the_op(call, error, message):
     x = Tensor(np.ones((3, 4)))

@@ -468,6 +468,8 @@ def take_along_axis(x, indices, axis: int) -> Tensor:
     """NumPy's `take_along_axis`: indices with x's number of axes, broadcast against x off `axis`."""
     x = as_tensor(x)
     idx = _index_array(indices, "take_along_axis")
+    if x.ndim == 0:
+        raise ValueError("take_along_axis: a 0-d tensor has no axis to take along")
     if idx.ndim != x.ndim:
         raise ValueError(f"take_along_axis: indices have {idx.ndim} dimensions, the tensor {x.ndim} "
                          f"(shapes {idx.shape} and {x.shape})")
@@ -486,6 +488,8 @@ def gather(x, dim: int, index) -> Tensor:
     number of axes and may be smaller than x off `dim` (it then reads the leading part)."""
     x = as_tensor(x)
     idx = _index_array(index, "gather")
+    if x.ndim == 0:
+        raise ValueError("gather: a 0-d tensor has no dim to gather along")
     if idx.ndim != x.ndim:
         raise ValueError(f"gather: index has {idx.ndim} dimensions, the tensor {x.ndim} "
                          f"(shapes {idx.shape} and {x.shape})")
@@ -543,8 +547,11 @@ def split(x, indices_or_sections, axis: int = 0) -> list[Tensor]:
             raise ValueError(f"split: axis {axis} of size {n} cannot be split into {sections} equal parts "
                              "(give a list of split points for unequal parts)")
         cuts = [n // sections * i for i in range(1, sections)]
-    else:
+    elif isinstance(indices_or_sections, (list, tuple, np.ndarray)) and all(
+            isinstance(c, (int, np.integer)) for c in indices_or_sections):
         cuts = [int(c) for c in indices_or_sections]
+    else:
+        raise TypeError(f"split: indices_or_sections must be an int or a list of ints, got {indices_or_sections!r}")
     bounds = [0, *cuts, n]
     return [getitem(x, (slice(None),) * axis + (slice(a, b),)) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
 
