@@ -121,29 +121,35 @@ def test_explicit_load_from_elsewhere(home, tmp_path):
     assert "['a01-add', 'a01-backward']" in result.stdout
 
 
-def test_diagnose_names_a_broken_earlier_op(tmp_path):
-    """A student whose a02 Mul gradient multiplies by the wrong input: the capstone's kit says so."""
+def diagnose_with_mutant(home: Path, assignment: str, mutant_id: str) -> list[str]:
+    """diagnose()'s problem lines in a06's kit, with a01-a05's reference notebooks beside it except
+    that `assignment`'s carries the named mutant (a classic mistake of the catalogue)."""
     from autograder.mutants import load_mutants
     from autograder.selfcheck import apply_mutant
 
-    for assignment in sorted(p.name for p in SOURCE.iterdir() if p.name < "a06"):
-        (tmp_path / assignment).mkdir()
-        shutil.copy(SOURCE / assignment / f"{assignment}.ipynb", tmp_path / assignment)
-    mutant = next(m for m in load_mutants("a02_broadcasting") if m.id == "mul-swapped")
-    notebooks = {"a02_broadcasting": json.loads((SOURCE / "a02_broadcasting" / "a02_broadcasting.ipynb").read_text())}
-    _, broken = apply_mutant(notebooks, mutant, "a02_broadcasting")
-    (tmp_path / "a02_broadcasting" / "a02_broadcasting.ipynb").write_text(json.dumps(broken))
-    (tmp_path / "a06_training").mkdir()
-    build_kit(tmp_path / "a06_training")
-    result = run_in(tmp_path / "a06_training", """
+    for name in sorted(p.name for p in SOURCE.iterdir() if p.name < "a06"):
+        (home / name).mkdir()
+        shutil.copy(SOURCE / name / f"{name}.ipynb", home / name)
+    mutant = next(m for m in load_mutants(assignment) if m.id == mutant_id)
+    notebooks = {assignment: json.loads((SOURCE / assignment / f"{assignment}.ipynb").read_text())}
+    _, broken = apply_mutant(notebooks, mutant, assignment)
+    (home / assignment / f"{assignment}.ipynb").write_text(json.dumps(broken))
+    (home / "a06_training").mkdir()
+    build_kit(home / "a06_training")
+    result = run_in(home / "a06_training", """
         import coursekit
         for line in coursekit.diagnose(quiet=True):
             print(line)
     """)
     assert result.returncode == 0, result.stderr
-    problems = result.stdout.splitlines()[1:]          # after the loader's summary line
-    assert any(line.startswith("x * y") and "a02-mul" in line for line in problems), result.stdout
-    assert not [line for line in problems if "a03-" in line or "NotImplementedError" in line], result.stdout
+    return result.stdout.splitlines()[1:]  # after the loader's summary line
+
+
+def test_diagnose_names_a_broken_earlier_op(tmp_path):
+    """A student whose a02 Mul gradient multiplies by the wrong input: the capstone's kit says so."""
+    problems = diagnose_with_mutant(tmp_path, "a02_broadcasting", "mul-swapped")
+    assert any(line.startswith("x * y") and "a02-mul" in line for line in problems), problems
+    assert not [line for line in problems if "a03-" in line or "NotImplementedError" in line], problems
 
 
 def test_use_reaches_the_engines_own_subclasses(tmp_path):
@@ -167,23 +173,5 @@ def test_use_reaches_the_engines_own_subclasses(tmp_path):
 def test_diagnose_checks_that_col2im_is_the_adjoint_of_im2col(tmp_path):
     """A col2im that assigns instead of adding (a03 mutant): diagnose's adjoint check names it. It reads
     both kernels from `coursekit.engine.ops.im2col`, the module (no function of the package hides it)."""
-    from autograder.mutants import load_mutants
-    from autograder.selfcheck import apply_mutant
-
-    for assignment in sorted(p.name for p in SOURCE.iterdir() if p.name < "a06"):
-        (tmp_path / assignment).mkdir()
-        shutil.copy(SOURCE / assignment / f"{assignment}.ipynb", tmp_path / assignment)
-    mutant = next(m for m in load_mutants("a03_im2col") if m.id == "col2im-assigns")
-    notebooks = {"a03_im2col": json.loads((SOURCE / "a03_im2col" / "a03_im2col.ipynb").read_text())}
-    _, broken = apply_mutant(notebooks, mutant, "a03_im2col")
-    (tmp_path / "a03_im2col" / "a03_im2col.ipynb").write_text(json.dumps(broken))
-    (tmp_path / "a06_training").mkdir()
-    build_kit(tmp_path / "a06_training")
-    result = run_in(tmp_path / "a06_training", """
-        import coursekit
-        for line in coursekit.diagnose(quiet=True):
-            print(line)
-    """)
-    assert result.returncode == 0, result.stderr
-    problems = result.stdout.splitlines()[1:]
-    assert any(line.startswith("im2col / col2im") and "adjoint" in line for line in problems), result.stdout
+    problems = diagnose_with_mutant(tmp_path, "a03_im2col", "col2im-assigns")
+    assert any(line.startswith("im2col / col2im") and "adjoint" in line for line in problems), problems

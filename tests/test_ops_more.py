@@ -789,7 +789,7 @@ def test_gather_reads_the_leading_part_with_a_smaller_index():
     (lambda x: x.take([0.5]), TypeError, "take: indices must be integers, got dtype float64"),
     (lambda x: x.gather(1, np.array([[0], [9], [0]])), IndexError,
      "gather: index 9 is out of bounds for axis 1 with size 4"),
-    (lambda x: x.gather(1, np.array([0, 1])), ValueError, "gather: index has 1 dimensions, the tensor 2"),
+    (lambda x: x.gather(1, np.array([0, 1])), ValueError, "gather: the index has 1 dimensions, the tensor 2"),
     (lambda x: S.take_along_axis(x, np.zeros((2, 2), dtype=int), 1), ValueError,
      "take_along_axis: indices of shape (2, 2) do not broadcast against the tensor's shape (3, 4) off axis 1"),
     (lambda x: x.repeat([1, 2], axis=0), ValueError, "repeat: 2 repeat counts for an axis of size 3"),
@@ -799,8 +799,8 @@ def test_gather_reads_the_leading_part_with_a_smaller_index():
     (lambda x: x.chunk(0), ValueError, "chunk: chunks must be a positive int, got 0"),
     (lambda x: x.split(2.5), TypeError, "split: indices_or_sections must be an int or a list of ints, got 2.5"),
     (lambda x: S.take_along_axis(x.sum(), np.array(0), 0), ValueError,
-     "take_along_axis: a 0-d tensor has no axis to take along"),
-    (lambda x: S.gather(x.sum(), 0, np.array(0)), ValueError, "gather: a 0-d tensor has no dim to gather along"),
+     "take_along_axis: a 0-d tensor has no axis to select along"),
+    (lambda x: S.gather(x.sum(), 0, np.array(0)), ValueError, "gather: a 0-d tensor has no axis to select along"),
 ])
 def test_selection_errors_name_the_op(call, error, message):
     x = Tensor(np.ones((3, 4)))

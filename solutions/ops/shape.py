@@ -455,6 +455,18 @@ def take(x, indices, axis=None) -> Tensor:
     return getitem(x, (slice(None),) * axis + (idx,))
 
 
+def _checked_along_axis(x: Tensor, indices: Any, axis: int, op: str) -> tuple[np.ndarray, int]:
+    """take_along_axis's and gather's index array and axis, checked: integers, one index axis per
+    tensor axis, the axis in range."""
+    idx = _index_array(indices, op)
+    if x.ndim == 0:
+        raise ValueError(f"{op}: a 0-d tensor has no axis to select along")
+    if idx.ndim != x.ndim:
+        raise ValueError(f"{op}: the index has {idx.ndim} dimensions, the tensor {x.ndim} "
+                         f"(shapes {idx.shape} and {x.shape})")
+    return idx, normalize_axis((axis,), x.ndim, op)[0]
+
+
 def _along_axis(x: Tensor, idx: np.ndarray, axis: int, op: str) -> Tensor:
     """out[..., i, ...] = x[..., idx[..., i, ...], ...] along `axis`; idx has x's number of axes and
     gives the output's shape; on the other axes it picks the same position."""
@@ -467,13 +479,7 @@ def _along_axis(x: Tensor, idx: np.ndarray, axis: int, op: str) -> Tensor:
 def take_along_axis(x, indices, axis: int) -> Tensor:
     """NumPy's `take_along_axis`: indices with x's number of axes, broadcast against x off `axis`."""
     x = as_tensor(x)
-    idx = _index_array(indices, "take_along_axis")
-    if x.ndim == 0:
-        raise ValueError("take_along_axis: a 0-d tensor has no axis to take along")
-    if idx.ndim != x.ndim:
-        raise ValueError(f"take_along_axis: indices have {idx.ndim} dimensions, the tensor {x.ndim} "
-                         f"(shapes {idx.shape} and {x.shape})")
-    axis = normalize_axis((axis,), x.ndim, "take_along_axis")[0]
+    idx, axis = _checked_along_axis(x, indices, axis, "take_along_axis")
     shape = tuple(idx.shape[d] if d == axis else n for d, n in enumerate(x.shape))
     try:
         idx = np.broadcast_to(idx, np.broadcast_shapes(idx.shape, shape))
@@ -487,13 +493,7 @@ def gather(x, dim: int, index) -> Tensor:
     """PyTorch's `gather(input, dim, index)`: out[i][j] = x[i][index[i][j]] for dim=1. `index` has x's
     number of axes and may be smaller than x off `dim` (it then reads the leading part)."""
     x = as_tensor(x)
-    idx = _index_array(index, "gather")
-    if x.ndim == 0:
-        raise ValueError("gather: a 0-d tensor has no dim to gather along")
-    if idx.ndim != x.ndim:
-        raise ValueError(f"gather: index has {idx.ndim} dimensions, the tensor {x.ndim} "
-                         f"(shapes {idx.shape} and {x.shape})")
-    dim = normalize_axis((dim,), x.ndim, "gather")[0]
+    idx, dim = _checked_along_axis(x, index, dim, "gather")
     if any(m > n for d, (m, n) in enumerate(zip(idx.shape, x.shape, strict=True)) if d != dim):
         raise ValueError(f"gather: index of shape {idx.shape} is larger than the tensor's shape {x.shape} "
                          f"off dim {dim}")
