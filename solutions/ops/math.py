@@ -12,7 +12,9 @@ have NumPy's names and, like NumPy 2 and PyTorch, the short ones too (`arctan` i
 """
 from __future__ import annotations
 
+import functools
 import math
+from typing import Callable
 
 import numpy as np
 
@@ -129,14 +131,19 @@ class Expm1(Function):
         return grad * (self.output + 1.0)
 
 
-def _erf_array(x: np.ndarray) -> np.ndarray:
-    """The error function on an array. NumPy has none: SciPy's when it is installed (it comes with
-    scikit-learn), otherwise the standard library's, one element at a time (correct, slower)."""
+@functools.cache
+def _erf_function() -> Callable[[np.ndarray], np.ndarray]:
+    """The error function on arrays, looked up once. NumPy has none: SciPy's when it is installed
+    (it comes with scikit-learn), otherwise the standard library's, one element at a time."""
     try:
         from scipy.special import erf
     except ImportError:
-        erf = np.vectorize(math.erf, otypes=[np.float64])
-    out = np.asarray(erf(x))
+        return np.vectorize(math.erf, otypes=[np.float64])
+    return erf
+
+
+def _erf_array(x: np.ndarray) -> np.ndarray:
+    out = np.asarray(_erf_function()(x))
     return out.astype(x.dtype, copy=False) if x.dtype.kind == "f" else out  # integers give floats
 
 
