@@ -120,10 +120,13 @@ def _op_case(f, name: str, label: str, args: list, forward, local_grads, rng, hi
         if not any(same_object(c, v) for c in children):
             raise GradingFailure(f"{label}: the output does not record its input Values as children; create it as "
                                  f"Value(data, (a, b), op) so that backward can reach the inputs")
+    # Judged by what the closure sends, not by how it was made: the default one, which sends
+    # nothing, is a right answer where the derivative is 0 (power with p = 0).
     closure = out._backward
-    if not _callable(closure) or same_object(closure, S._no_backward):
-        raise GradingFailure(f"{label}: the output has no _backward closure; define one and assign "
-                             "out._backward = _backward before returning out")
+    if not _callable(closure):
+        raise GradingFailure(f"{label}: out._backward is {type_name(closure)}; it must be a function, the closure "
+                             "that sends out.grad to the inputs")
+    no_closure = same_object(closure, S._no_backward)
     g = float(rng.uniform(0.5, 2.0) * rng.choice([-1, 1]))
     out.grad = g
     run(f"{label}: the _backward closure of {name}", closure, hint=raised_hint)
@@ -143,6 +146,9 @@ def _op_case(f, name: str, label: str, args: list, forward, local_grads, rng, hi
         want = prior + share * g
         if math.isclose(got, want, rel_tol=1e-9, abs_tol=1e-12):
             continue
+        if no_closure:
+            raise GradingFailure(f"{label}: the output has no _backward closure, so no gradient reaches the inputs; "
+                                 "define one and assign out._backward = _backward before returning out")
         if not math.isfinite(got):
             message = hint(got - prior, share, g, *arg_data) if hint else None
             raise GradingFailure(f"{label}: " + (message or "a gradient became nan or inf"))
@@ -328,7 +334,7 @@ def _graph(root) -> tuple[list, dict]:
             continue
         seen.add(k)
         nodes.append(n)
-        kids = list(n._children)
+        kids = _children_of(n)
         children[k] = [identity(c) for c in kids]
         stack.extend(kids)
     return nodes, children
@@ -357,22 +363,36 @@ def check_topological_order(topological_order, rng):
               ("an expression that uses a value several times", _shared(S, rng)),
               ("a neuron tanh(w . x + b)", _neuron(S, rng))]
     for label, (root, _) in graphs:
+        before = _graph(root)
         order = run(f"{label}: topological_order", f, root)
-        _check_order(order, root, label)
+        _check_unchanged(before, root, label, "topological_order")
+        _check_order(order, before, label)
     root, _ = _ladder(S, LADDER_DEPTH)
+    before = _graph(root)
     with time_limit(TIME_LIMIT, _slow("topological_order")):
         order = run("a diamond ladder: topological_order", f, root)
-    _check_order(order, root, "a diamond ladder")
+    _check_order(order, before, "a diamond ladder")
     root, _ = _chain(S, CHAIN_LENGTH)
+    before = _graph(root)
     order = run(f"a chain of {CHAIN_LENGTH} additions: topological_order", f, root)
-    _check_order(order, root, f"a chain of {CHAIN_LENGTH} additions")
+    _check_order(order, before, f"a chain of {CHAIN_LENGTH} additions")
 
 
-def _check_order(order, root, label: str) -> None:
+def _check_unchanged(before: tuple[list, dict], root, label: str, what: str) -> None:
+    """The graph below `root` is the one `before` recorded: the walk read it, and changed nothing.
+    (Checked on the small graphs; on the big ones the order is judged against the graph as it was
+    before the call, so cutting it gains nothing there.)"""
+    if _graph(root)[1] != before[1]:
+        raise GradingFailure(f"{label}: after {what} the graph is not the same (a node's _children changed): "
+                             f"{what} must not change the graph, only read it")
+
+
+def _check_order(order, before: tuple[list, dict], label: str) -> None:
+    """`order` lists every node of the graph `before` held (taken before the call), each after its children."""
     S = _S()
     if not isinstance(order, (list, tuple)):
         raise GradingFailure(f"{label}: topological_order returned {type_name(order)}; return a list of Values")
-    nodes, children = _graph(root)
+    nodes, children = before
     keys = {identity(n) for n in nodes}
     # A node of the graph is a Value; anything else is asked of the sandbox (one request each).
     if not all(isinstance(v, Proxy) and (identity(v) in keys or isinstance(v, S.Value)) for v in order):
@@ -401,8 +421,10 @@ def check_backward(backward, rng):
                 ("a neuron tanh(w . x + b)", _neuron)]
     for label, build in builders:
         root, leaves = build(S, np.random.default_rng(seed))
+        before = _graph(root)
         run(f"{label}: backward", f, root)
-        got = [n.grad for n in _all_nodes(root)]
+        _check_unchanged(before, root, label, "backward")
+        got = [n.grad for n in before[0]]
         ref_root, _ = build(R, np.random.default_rng(seed))
         R.backward(ref_root)
         want = [n.grad for n in _all_nodes(ref_root)]
@@ -550,21 +572,36 @@ def check_toposort(toposort, rng):
     S = _T()
     f = prepare(toposort, "a01-toposort", "function")
     for label, roots in _topo_graphs(S, rng):
+        before = _tensor_graph(roots)
         order = run(f"{label}: toposort", f, roots, hint=_topo_hint)
-        _check_tensor_order(order, roots, label)
+        after = _tensor_graph(roots)
+        if (set(after[0]), after[1], after[2]) != (set(before[0]), before[1], before[2]):
+            raise GradingFailure(f"{label}: after toposort the graph is not the same (a tensor's grad_fn or its "
+                                 "inputs changed): toposort must not change the graph, only read it")
+        _check_tensor_order(order, before, label)
+    # The big graphs: known as they are built (no walk through the sandbox), and judged against
+    # that graph, so an answer that cuts it gains nothing.
     x = S.Tensor(np.array([0.5]), requires_grad=True)
-    top = x
+    nodes, inputs, top = {identity(x): x}, {identity(x): []}, x
     for _ in range(TENSOR_LADDER):
-        top = top * 0.5 + top * 0.5
+        left, right = top * 0.5, top * 0.5
+        below, top = top, left + right
+        for t, parents in ((left, [below]), (right, [below]), (top, [left, right])):
+            nodes[identity(t)] = t
+            inputs[identity(t)] = [identity(p) for p in parents]
     with time_limit(TIME_LIMIT, _slow_tensors("toposort")):
         order = run("a diamond ladder: toposort", f, [top], hint=_topo_hint)
-    _check_length(order, 3 * TENSOR_LADDER + 1, top, "a diamond ladder")
+    _check_length(order, len(nodes), "a diamond ladder")
+    _check_tensor_order(order, (nodes, inputs, set()), "a diamond ladder")
     x = S.Tensor(np.array([0.5]), requires_grad=True)
-    top = x
+    nodes, inputs, top = {identity(x): x}, {identity(x): []}, x
     for _ in range(TENSOR_CHAIN):
-        top = top + 1.0
+        below, top = top, top + 1.0
+        nodes[identity(top)] = top
+        inputs[identity(top)] = [identity(below)]
     order = run(f"a chain of {TENSOR_CHAIN} ops: toposort", f, [top], hint=_topo_hint)
-    _check_length(order, TENSOR_CHAIN + 1, top, f"a chain of {TENSOR_CHAIN} ops")
+    _check_length(order, len(nodes), f"a chain of {TENSOR_CHAIN} ops")
+    _check_tensor_order(order, (nodes, inputs, set()), f"a chain of {TENSOR_CHAIN} ops")
 
 
 def _slow_tensors(what: str) -> str:
@@ -573,21 +610,20 @@ def _slow_tensors(what: str) -> str:
             "the ids of the tensors already visited")
 
 
-def _check_length(order, n: int, root, label: str) -> None:
+def _check_length(order, n: int, label: str) -> None:
     if not isinstance(order, (list, tuple)):
         raise GradingFailure(f"{label}: toposort returned {type_name(order)}; return a list of Tensors")
     if len(order) != n:
         raise GradingFailure(f"{label}: the list must hold each of the {n} tensors once, got {len(order)} entries"
                              + ("; keep a set of visited tensors" if len(order) > n else ""))
-    if not same_object(order[-1], root):
-        raise GradingFailure(f"{label}: the root must come last, after everything it depends on")
 
 
-def _check_tensor_order(order, roots, label: str) -> None:
+def _check_tensor_order(order, graph: tuple[dict, dict, set], label: str) -> None:
+    """`order` lists every tensor of `graph` (the roots' graph, taken before the call), each after its inputs."""
     S = _T()
     if not isinstance(order, (list, tuple)):
         raise GradingFailure(f"{label}: toposort returned {type_name(order)}; return a list of Tensors")
-    nodes, inputs, constants = _tensor_graph(roots)
+    nodes, inputs, constants = graph
     if not all(isinstance(t, Proxy) and (identity(t) in nodes or identity(t) in constants or isinstance(t, S.Tensor))
                for t in order):
         raise GradingFailure(f"{label}: the list must contain the Tensors themselves")
@@ -888,11 +924,15 @@ def check_no_grad(no_grad, rng):
     outer, inner = run(f"{label}: no_grad()", cls), run(f"{label}: no_grad()", cls)
     run(f"{label}: entering the outer block", _call, outer, "__enter__")
     run(f"{label}: entering the inner block", _call, inner, "__enter__")
+    innermost, y = S.is_grad_enabled(), x * x
     run(f"{label}: leaving the inner block", _call, inner, "__exit__", None, None, None)
     between = S.is_grad_enabled()
     run(f"{label}: leaving the outer block", _call, outer, "__exit__", None, None, None)
     after = S.is_grad_enabled()
     S.set_grad_enabled(True)
+    if innermost or y.requires_grad:
+        raise GradingFailure(f"{label}: inside the inner block ops recorded again: __enter__ must switch recording "
+                             "off whatever mode is on (set_grad_enabled(False)), not flip it")
     if between:
         raise GradingFailure(f"{label}: leaving the inner block switched recording on inside the outer block; "
                              "__exit__ must restore the mode that was on before (remember it in __enter__)")
@@ -904,9 +944,13 @@ def check_no_grad(no_grad, rng):
     S.set_grad_enabled(False)
     ctx = run(f"{label}: no_grad()", cls)
     run(f"{label}: entering it", _call, ctx, "__enter__")
+    inside = S.is_grad_enabled()
     run(f"{label}: leaving it", _call, ctx, "__exit__", None, None, None)
     after = S.is_grad_enabled()
     S.set_grad_enabled(True)
+    if inside:
+        raise GradingFailure(f"{label}: inside the block recording was on: __enter__ must switch recording off "
+                             "whatever mode is on (set_grad_enabled(False)), not flip it")
     if after:
         raise GradingFailure(f"{label}: leaving it must restore the previous mode, which was off, not switch "
                              "recording on")

@@ -350,6 +350,51 @@ MUTANTS = [
         replace="set_grad_enabled(True)",
         why="recording is never switched off",
     ),
+    Mutant(
+        id="no-grad-toggles",
+        exercise="a01-no-grad",
+        find="set_grad_enabled(False)",
+        replace="set_grad_enabled(not self.previous)",
+        why="__enter__ flips the mode instead of switching recording off: a nested block records again",
+    ),
+    Mutant(
+        id="topo-cuts-the-graph",
+        exercise="a01-topological-order",
+        find="stack = [(root, False)]",
+        replace="root._children = ()  # walked from here: nothing below\n    stack = [(root, False)]",
+        why="the walk detaches the root from its children, so the graph left behind is the root alone",
+    ),
+    Mutant(
+        id="topo-cuts-while-walking",
+        exercise="a01-topological-order",
+        find="            for child in node._children:\n                stack.append((child, False))",
+        replace=("            for child in node._children:\n                stack.append((child, False))\n"
+                 "            node._children = ()  # expanded: done with it"),
+        why="each node's _children are emptied once expanded: the order is right, the graph is gone",
+    ),
+    Mutant(
+        id="backward-cuts-the-graph",
+        exercise="a01-backward",
+        find="root.grad = 1.0",
+        replace="root.grad = 1.0\n    root._children = ()",
+        why="backward detaches the root from its children after the walk is planned",
+    ),
+    Mutant(
+        id="toposort-cuts-the-graph",
+        exercise="a01-toposort",
+        find="            order.append(node)  # every input of node is already in order\n",
+        replace=("            order.append(node)  # every input of node is already in order\n"
+                 "            node.grad_fn = None  # listed: detach it\n"),
+        why="each tensor is detached from its op once listed: the order is right, the graph is gone",
+    ),
+    Mutant(
+        id="toposort-cuts-the-roots",
+        exercise="a01-toposort",
+        find="    stack = [(root, False) for root in reversed(roots)]\n",
+        replace=("    for root in roots:\n        root.grad_fn = None\n"
+                 "    stack = [(root, False) for root in reversed(roots)]\n"),
+        why="the roots are detached before the walk, so the order is the roots alone",
+    ),
 ]
 
 # The kind of mistake each mutant's hidden-test message must name (checked by tests/test_exercises.py).
@@ -395,6 +440,12 @@ EXPECTED = {
     "no-grad-not-restored-on-error": "even when the block raises",
     "no-grad-swallows-exceptions": "swallows",
     "no-grad-records": "record nothing",
+    "no-grad-toggles": "not flip it",
+    "topo-cuts-the-graph": "must not change the graph",
+    "topo-cuts-while-walking": "must not change the graph",
+    "backward-cuts-the-graph": "must not change the graph",
+    "toposort-cuts-the-graph": "must not change the graph",
+    "toposort-cuts-the-roots": "must not change the graph",
 }
 
 # Correct answers in other styles: each must keep full marks (tests/test_exercises.py, `check`).
@@ -488,4 +539,12 @@ ALTERNATIVES += [
            find="set_grad_enabled(self.previous)",
            replace="set_grad_enabled(self.previous)\n        return False",
            why="__exit__ returning False explicitly (a false value does not swallow the exception)"),
+    Mutant(id="power-zero-exponent-default-backward", exercise="a01-power",
+           find=("    def _backward():\n"
+                 "        if exponent == 0:  # c = 1 whatever a is: nothing to send (and 0.0 ** -1 would raise)\n"
+                 "            return\n"),
+           replace=("    if exponent == 0:  # c = 1 is a constant: the default _backward (sends nothing) is right\n"
+                    "        return out\n\n"
+                    "    def _backward():\n"),
+           why="p = 0 returns the output with its default _backward (it sends nothing, as the contract asks)"),
 ]
