@@ -1,6 +1,6 @@
 """Neural-network layers on top of the autograd engine, with PyTorch's names and conventions.
 
-Book: chapters 5 and 6 (`book/05_layers.md`, `book/06_training.md`).
+Book: chapters 5 and 6 (`book/05_layers.md`, `book/06_training.md`); attention's layers chapter 7.
 Tests: `tests/test_layers.py`, `tests/test_training.py`, `tests/test_nn_golden.py`.
 
     >>> import numpy as np
@@ -10,6 +10,9 @@ Tests: `tests/test_layers.py`, `tests/test_training.py`, `tests/test_nn_golden.p
     ['0.weight', '0.bias', '2.weight', '2.bias']
 """
 from . import functional, init
+from .attention import (
+    Embedding, LearnedPositionalEncoding, MultiheadAttention, SinusoidalPositionalEncoding, TransformerBlock,
+)
 from .layers import (
     AvgPool2d, BatchNorm1d, BatchNorm2d, Conv2d, ConvTranspose2d, CrossEntropyLoss, Dropout, ELU, Flatten, GELU,
     Hardtanh, Identity, LayerNorm, LeakyReLU, Linear, MaxPool2d, MSELoss, NLLLoss, ReLU, ReLU6, SiLU, Sigmoid,
@@ -20,6 +23,7 @@ from .numerical import numerical_gradient
 
 __all__ = [
     "AvgPool2d", "BatchNorm1d", "BatchNorm2d", "Conv2d", "ConvTranspose2d", "CrossEntropyLoss", "Dropout", "ELU",
+    "Embedding", "LearnedPositionalEncoding", "MultiheadAttention", "SinusoidalPositionalEncoding", "TransformerBlock",
     "Flatten", "GELU", "Hardtanh", "Identity", "LayerNorm", "LeakyReLU", "Linear", "LoadResult", "MSELoss",
     "MaxPool2d", "Module", "ModuleBase", "NLLLoss", "Parameter", "ReLU", "ReLU6", "Sequential", "SiLU", "Sigmoid",
     "Softplus", "Tanh", "functional", "init", "numerical_gradient",

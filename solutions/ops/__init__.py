@@ -12,7 +12,8 @@ Beyond the chapters' ops, the ones a PyTorch user reaches for: `sin`, `cos`, `si
 `hardtanh`, `relu6`, `silu`, `gelu` (activation.py), `roll`, `tril`, `triu`, `take`,
 `take_along_axis`, `gather`, `repeat`, `tile`, `split`, `chunk` (shape.py), `std`, `prod`, `cumsum`
 (reduce.py), `einsum` (einsumfunc.py), `conv_transpose2d` (conv_transpose.py) and
-`max_pool2d(..., dilation=d)` (pool.py). An axis out
+`max_pool2d(..., dilation=d)` (pool.py); and chapter 7's `embedding`, `masked_softmax`,
+`scaled_dot_product_attention`, `split_heads`, `merge_heads` (attention.py). An axis out
 of range raises NumPy's `AxisError`, both a ValueError and an IndexError, naming the op.
 
 No module here is named after a function it exports (`matmul` lives in `linalg.py`, `softmax` in
@@ -62,6 +63,10 @@ from .shape import (  # noqa: F401
 )
 from .einsumfunc import Einsum, einsum  # noqa: F401
 from .conv_transpose import conv_transpose2d  # noqa: F401
+from .attention import (  # noqa: F401  (chapter 7)
+    Embedding, EmbeddingBackward, MaskedSoftmax, ScaledDotProductAttention, attention_weights, causal_mask,
+    embedding, masked_softmax, merge_heads, scaled_dot_product_attention, split_heads,
+)
 from . import kernels
 
 # What `from solutions.ops import *` gives: the op functions and classes, not the submodules.

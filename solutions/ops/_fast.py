@@ -637,3 +637,74 @@ def batch_norm_train(x: Tensor, running_mean: np.ndarray | None, running_var: np
         running_var *= 1.0 - momentum
         running_var += momentum * stats["var"].reshape(C) * (n / (n - 1))
     return y
+
+
+# --------------------------------------------------------------------------------------------
+# Attention: the embedding's scatter-add as a product, and attention as one node
+# --------------------------------------------------------------------------------------------
+ONE_HOT_MAX_ROWS = 2048  # up to this vocabulary, a one-hot product beats np.add.at by far
+
+
+def embedding_backward_array(grad: np.ndarray, indices: np.ndarray, num_embeddings: int) -> np.ndarray:
+    """The teaching `embedding_backward_array`'s result as one GEMM, $dW = \\text{onehot}^T G$:
+    (V, N*T) @ (N*T, E). A one-hot column has a single 1, so each row of dW is the sum of the
+    rows of G whose token it is: the same sums as `np.add.at`, without its per-element loop."""
+    E = grad.shape[-1]
+    g = grad.reshape(-1, E)
+    flat = indices.reshape(-1)
+    if num_embeddings > ONE_HOT_MAX_ROWS:
+        dw = np.zeros((num_embeddings, E), dtype=grad.dtype)
+        np.add.at(dw, flat, g)
+        return dw
+    one_hot = np.zeros((num_embeddings, flat.size), dtype=grad.dtype)
+    one_hot[flat, np.arange(flat.size)] = 1
+    return one_hot @ g
+
+
+class FusedAttention(Function):
+    """`ops.attention.ScaledDotProductAttention` with the weights P kept from the forward pass: the
+    backward then costs three matrix products and one elementwise pass, on arrays, instead of
+    recomputing P and a dozen graph nodes. With create_graph the teaching formulas (engine ops)
+    run instead, so the gradient differentiates again."""
+
+    def __init__(self, mask: np.ndarray | None, scale: float):
+        self.mask, self.scale = mask, scale
+
+    def forward(self, q, k, v):
+        from .attention import masked_softmax_array
+
+        s = q @ np.swapaxes(k, -1, -2)
+        s *= self.scale
+        p = masked_softmax_array(s, self.mask)
+        if is_grad_enabled():
+            self.p = p
+        return p @ v
+
+    def backward(self, grad):
+        from .attention import attention_backward, attention_weights
+        from .shape import unbroadcast
+
+        q, k, v = self.inputs
+        needs = self.needs_input_grad
+        if is_grad_enabled():
+            return attention_backward(grad, q, k, v, attention_weights(q, k, self.mask, self.scale), self.scale,
+                                      needs)
+        p, g = self.p, grad.data
+        out: list[Tensor | None] = [None, None, None]
+        if needs[2]:
+            out[2] = unbroadcast(_new_tensor(np.swapaxes(p, -1, -2) @ g), v.shape)
+        if needs[0] or needs[1]:
+            ds = g @ np.swapaxes(v.data, -1, -2)                     # dP (..., L, S)
+            ds -= np.sum(ds * p, axis=-1, keepdims=True)
+            ds *= p
+            ds *= self.scale
+            if needs[0]:
+                out[0] = unbroadcast(_new_tensor(ds @ k.data), q.shape)
+            if needs[1]:
+                out[1] = unbroadcast(_new_tensor(np.swapaxes(ds, -1, -2) @ q.data), k.shape)
+        return tuple(out)
+
+
+def scaled_dot_product_attention_fused(q: Tensor, k: Tensor, v: Tensor, mask: np.ndarray | None,
+                                       scale: float) -> Tensor:
+    return FusedAttention.apply(q, k, v, mask=mask, scale=scale)

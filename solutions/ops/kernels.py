@@ -42,15 +42,17 @@ TEACHING = {
     "avg_pool2d_scatter_array": "pool",      # its adjoint
     "dilate_array": "conv_backward",         # zeros between the samples (Dilate)
     "erode_array": "conv_backward",          # every s-th sample         (Erode)
+    "embedding_backward_array": "attention",  # rows scatter-added by token id (EmbeddingBackward)
 }
 # The kernels `_fast.py` does faster; the others are the teaching ones in both sets.
 FAST = ("conv2d_array", "conv2d_input_grad_array", "conv2d_weight_grad_array", "max_pool2d_array",
-        "max_pool2d_scatter_array", "avg_pool2d_array", "avg_pool2d_scatter_array")
+        "max_pool2d_scatter_array", "avg_pool2d_array", "avg_pool2d_scatter_array", "embedding_backward_array")
 
 conv2d_array = conv2d_input_grad_array = conv2d_weight_grad_array = None
 max_pool2d_array = max_pool2d_scatter_array = max_pool2d_gather_array = None
 avg_pool2d_array = avg_pool2d_scatter_array = None
 dilate_array = erode_array = None
+embedding_backward_array = None
 
 
 def _keep(a: Any) -> None:
@@ -67,6 +69,9 @@ channel_major: Callable[[Any], Any] = _as_is      # dz laid out once for both of
 # And one op the fast set fuses: BatchNorm in training mode as one node (`_fast.batch_norm_train`),
 # None with the teaching kernels, where the layer calls a05's composite `nn.functional.batch_norm`.
 batch_norm_train: Callable[..., Any] | None = None
+# Likewise attention as one node that keeps its weights for the backward pass (`_fast`), None with
+# the teaching kernels, where `ops.attention.ScaledDotProductAttention` recomputes them.
+scaled_dot_product_attention_fused: Callable[..., Any] | None = None
 
 
 def _fast_module():
@@ -93,14 +98,15 @@ def use_fast(on: bool = True) -> None:
     """Bind every kernel name to the fast kernels (on) or to the teaching ones (off)."""
     chosen: dict[str, Any] = {name: getattr(importlib.import_module(f".{home}", __package__), name)
                               for name, home in TEACHING.items()}
-    chosen.update(recycle=_keep, channel_major=_as_is, batch_norm_train=None)
+    chosen.update(recycle=_keep, channel_major=_as_is, batch_norm_train=None, scaled_dot_product_attention_fused=None)
     if on:
         fast = _fast_module()
         if fast is None:
             raise RuntimeError("use_fast: the fast kernels (ops/_fast.py) are not part of this engine; "
                                "it runs the teaching kernels only")
         chosen.update({name: getattr(fast, name) for name in FAST}, recycle=fast.recycle,
-                      channel_major=fast.channel_major, batch_norm_train=fast.batch_norm_train)
+                      channel_major=fast.channel_major, batch_norm_train=fast.batch_norm_train,
+                      scaled_dot_product_attention_fused=fast.scaled_dot_product_attention_fused)
     globals().update(chosen)
 
 

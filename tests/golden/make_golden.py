@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
-MODULES = ("ops", "conv", "nn")
+MODULES = ("ops", "conv", "nn", "attention")
 SEED = 20261121  # fixed, so that regenerating without changes rewrites the same numbers
 BUDGET = 1_000_000  # bytes, all fixture files together: they are committed
 
