@@ -69,7 +69,7 @@ def cmd_release(course: Course, args) -> int:
 
 
 def cmd_collect(course: Course, args) -> int:
-    from .collect import collect, collect_exchange
+    from .collect import collect, collect_exchange, printable
 
     assignment = course.require_assignment(args.assignment)
     if (args.path is None) == (args.exchange is None):
@@ -81,13 +81,15 @@ def cmd_collect(course: Course, args) -> int:
         report = collect_exchange(course, assignment, args.exchange)
     else:
         report = collect(course, assignment, args.path, args.map)
-    print(f"collect {report.assignment} from {report.source}: {len(report.imported)} student(s) imported, "
-          f"{len(report.skipped)} file(s) skipped")
+    # Names come from the export: control characters in them must not reach the terminal.
+    print(printable(f"collect {report.assignment} from {report.source}: {len(report.imported)} student(s) "
+                    f"imported, {len(report.skipped)} file(s) skipped"))
     if report.imported:
-        print(format_table(["student", "notebooks", "status"], report.imported))
+        print(format_table(["student", "notebooks", "status"],
+                           [[printable(cell) for cell in row] for row in report.imported]))
     if report.skipped:
         print("skipped:")
-        print(format_table(["file", "reason"], report.skipped))
+        print(format_table(["file", "reason"], [[printable(cell) for cell in row] for row in report.skipped]))
     return 0
 
 

@@ -12,14 +12,23 @@ Which student a file belongs to, first rule that applies:
    accepted as the separator), where ``<notebook>`` is one of the assignment's notebook names:
    ``alice_a02_broadcasting.ipynb``, ``a02_broadcasting-alice.ipynb``.
 
-Student ids must look like ``[A-Za-z0-9][A-Za-z0-9._-]*``. Each imported notebook lands in
+Student ids: 1 to 64 characters, letters, digits, ``.``, ``_`` and ``-``, starting with a letter
+or a digit (:data:`STUDENT_ID_RULE`; an id becomes folder and file names). Each imported notebook lands in
 ``submitted/<student>/<assignment>/<notebook>.ipynb`` with nbgrader's ``timestamp.txt`` (the
 file's modification time, which LMS exports set to the submission time). One import is one
 snapshot per student: a student already in ``submitted/`` has the whole submission replaced
 (reported), or left alone if the files are identical (so re-importing an export changes nothing
-and triggers no regrading). Files that cannot be imported (not JSON, not a notebook, unknown
-notebook, unknown student, unsafe path in a zip, too large) are listed and skipped; nothing is
-ever written outside the course directory.
+and triggers no regrading).
+
+One bad file never stops the import: a file that cannot be imported (not JSON, nested too deep,
+not a notebook, unknown notebook, unknown or invalid student, unsafe path or corrupt entry in a
+zip, too large, unreadable) is listed with its reason and skipped, and the rest is imported. A zip
+is checked from its directory before anything is unpacked: at most :data:`MAX_ZIP_ENTRIES`
+entries, and the notebooks in it at most :data:`MAX_NOTEBOOK_BYTES` each and
+:data:`MAX_ZIP_NOTEBOOK_BYTES` together once unpacked (an entry whose data does not match its
+directory is a corrupt entry, skipped). Nothing is ever written outside the course
+directory. Names from an export are shown through :func:`printable` (control characters and
+undecodable bytes escaped), since they reach the instructor's terminal.
 """
 
 from __future__ import annotations
@@ -28,6 +37,7 @@ import contextlib
 import csv
 import json
 import os
+import re
 import shutil
 import stat
 import tempfile
@@ -40,9 +50,17 @@ from pathlib import Path, PurePosixPath
 import nbformat
 from nbgrader.coursedir import CourseDirectory
 
-from .course import SAFE_ID, Course, CourseError, nbgrader_errors
+from .course import Course, CourseError, nbgrader_errors
 
 MAX_NOTEBOOK_BYTES = 50 * 2**20
+MAX_ZIP_NOTEBOOK_BYTES = 2**30       # the notebooks of one zip, unpacked: 500 students at 2 MB each
+MAX_ZIP_ENTRIES = 100_000
+MAX_JSON_DEPTH = 64                  # a notebook nests about 6 deep; deeper input only hurts what reads it
+MAX_ID_LENGTH = 64                   # grade writes files named `.<id>.json.tmp`; 255 bytes is the usual limit
+# Ids become folder and file names: no separators, no leading dot, nothing a shell or glob expands.
+STUDENT_ID = re.compile(rf"[A-Za-z0-9][A-Za-z0-9._-]{{0,{MAX_ID_LENGTH - 1}}}")
+STUDENT_ID_RULE = (f"1 to {MAX_ID_LENGTH} characters: letters, digits, '.', '_', '-', "
+                   "starting with a letter or a digit")
 JUNK = ("__MACOSX", ".DS_Store", ".ipynb_checkpoints", "Thumbs.db")
 TIMESTAMP_FORMAT = "%Y-%m-%d %H:%M:%S.%f %Z"  # nbgrader's own timestamp.txt format
 NBGRADER_FILES = ("timestamp.txt", "submission_secret.txt")  # what nbgrader's submit adds to a submission
@@ -71,6 +89,20 @@ class CollectReport:
     skipped: list[tuple[str, str]] = field(default_factory=list)         # file, reason
 
 
+def printable(text: str) -> str:
+    """``text`` safe to print on a terminal: control and format characters, and the bytes of a file
+    name that were not valid UTF-8, written as Python escapes (``\\x1b``, ``\\udcff``)."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
+def check_student_id(student: str) -> str:
+    """``student`` if it is a valid id, else ValueError quoting it (escaped) and the rule."""
+    if not STUDENT_ID.fullmatch(student):
+        shown = student if len(student) <= 80 else f"{student[:40]}...{student[-20:]} ({len(student)} characters)"
+        raise ValueError(f"bad student id {printable(repr(shown))}: ids are {STUDENT_ID_RULE}")
+    return student
+
+
 # -- reading an export ---------------------------------------------------------------------------
 
 def _folder_entries(root: Path, report: CollectReport) -> Iterator[Entry]:
@@ -79,35 +111,63 @@ def _folder_entries(root: Path, report: CollectReport) -> Iterator[Entry]:
         for name in sorted(files + [d for d in dirs if os.path.islink(os.path.join(folder, d))]):
             path = Path(folder, name)
             rel = PurePosixPath(path.relative_to(root).as_posix())
-            if path.is_symlink():
-                report.skipped.append((str(rel), "symbolic link (not followed)"))
-            elif path.is_file():
-                mtime = datetime.fromtimestamp(path.stat().st_mtime, timezone.utc)
-                yield Entry(rel, path.stat().st_size, mtime, path.read_bytes)
+            try:
+                if path.is_symlink():
+                    report.skipped.append((str(rel), "symbolic link (not followed)"))
+                elif path.is_file():
+                    info = path.stat()
+                    yield Entry(rel, info.st_size, datetime.fromtimestamp(info.st_mtime, timezone.utc),
+                                path.read_bytes)
+            except OSError as error:
+                report.skipped.append((str(rel), f"cannot be read ({error.strerror or error})"))
 
 
-def _zip_entries(archive: zipfile.ZipFile, report: CollectReport) -> Iterator[Entry]:
-    for info in archive.infolist():
+def _zip_entries(archive: zipfile.ZipFile, source: Path, report: CollectReport) -> Iterator[Entry]:
+    infos = archive.infolist()
+    if len(infos) > MAX_ZIP_ENTRIES:
+        raise CourseError(f"{source} has {len(infos):,} entries, more than the {MAX_ZIP_ENTRIES:,} one import "
+                          "accepts (a zip bomb, or split the export); nothing was unpacked")
+    wanted = []
+    for info in infos:
         if info.is_dir():
             continue
         name = info.filename
         rel = PurePosixPath(name)
         if name.startswith(("/", "\\")) or "\\" in name or ".." in rel.parts or ":" in rel.parts[0]:
             report.skipped.append((name, "unsafe path in the zip (absolute or ../ path traversal)"))
-            continue
-        if stat.S_ISLNK(info.external_attr >> 16):
+        elif stat.S_ISLNK(info.external_attr >> 16):
             report.skipped.append((name, "symbolic link in the zip"))
-            continue
-        mtime = datetime(*info.date_time).astimezone(timezone.utc)  # zip times are local times
+        else:
+            wanted.append(info)
+    notebooks = [info for info in wanted if _is_candidate(PurePosixPath(info.filename))
+                 and info.file_size <= MAX_NOTEBOOK_BYTES]
+    total = sum(info.file_size for info in notebooks)
+    if total > MAX_ZIP_NOTEBOOK_BYTES:
+        raise CourseError(f"{source}: its notebooks would unpack to {_size(total)}, more than the "
+                          f"{_size(MAX_ZIP_NOTEBOOK_BYTES)} one import accepts (a zip bomb, or split the "
+                          "export); nothing was unpacked")
+    for info in wanted:
+        try:
+            mtime = datetime(*info.date_time).astimezone(timezone.utc)  # zip times are local times
+        except ValueError:  # month 0 and the like: the zip's own time is the best left
+            mtime = datetime.fromtimestamp(source.stat().st_mtime, timezone.utc)
 
         def read(info=info) -> bytes:
-            with archive.open(info) as handle:  # never trust the size in the header
-                data = handle.read(MAX_NOTEBOOK_BYTES + 1)
-            if len(data) > MAX_NOTEBOOK_BYTES:
-                raise ValueError("larger than the size limit")
-            return data
+            # zipfile unpacks no more than the size in the directory, which the total was checked on,
+            # and raises BadZipFile when the data does not match it (CRC)
+            with archive.open(info) as handle:
+                return handle.read()
 
-        yield Entry(rel, info.file_size, mtime, read)
+        yield Entry(PurePosixPath(info.filename), info.file_size, mtime, read)
+
+
+def _size(n: int) -> str:
+    return f"{n / 2**30:.1f} GiB" if n >= 2**30 else f"{n / 2**20:.0f} MiB"
+
+
+def _is_candidate(path: PurePosixPath) -> bool:
+    """A file that collect would read: a notebook, outside the folders operating systems add."""
+    return path.suffix == ".ipynb" and not any(part in JUNK for part in path.parts)
 
 
 # -- deciding whose file it is -------------------------------------------------------------------
@@ -122,8 +182,10 @@ def _read_map(path: str | None) -> dict[str, str]:
         mapping = {}
         for number, row in enumerate(reader, 2):
             student = (row["student"] or "").strip()
-            if not SAFE_ID.match(student):
-                raise CourseError(f"map file {path}, line {number}: bad student id {student!r}")
+            try:
+                check_student_id(student)
+            except ValueError as error:
+                raise CourseError(f"map file {path}, line {number}: {error}") from None
             mapping[(row["file"] or "").strip()] = student
     return mapping
 
@@ -168,14 +230,32 @@ def identify(path: PurePosixPath, notebooks: list[str], mapping: dict[str, str])
 def _check_notebook(data: bytes) -> None:
     try:
         text = data.decode("utf-8")
-        json.loads(text)
-    except (UnicodeDecodeError, ValueError) as error:
+        content = json.loads(text)
+    except ValueError as error:  # UnicodeDecodeError included
         raise ValueError(f"not JSON ({error})") from None
+    except RecursionError:  # json recurses once per bracket
+        raise ValueError(f"nested too deep (a notebook nests at most {MAX_JSON_DEPTH} levels)") from None
+    if _too_deep(content, MAX_JSON_DEPTH):  # nbformat, and later grade, recurse over it too
+        raise ValueError(f"nested more than {MAX_JSON_DEPTH} levels deep (a notebook nests about 6)")
     try:
         nbformat.validate(nbformat.reads(text, as_version=4))
     except Exception as error:  # nbformat raises several kinds for "JSON but not a notebook"
         first_line = (str(error) or type(error).__name__).splitlines()[0][:120]
-        raise ValueError(f"JSON but not a valid notebook ({first_line})") from None
+        raise ValueError(f"JSON but not a valid notebook ({printable(first_line)})") from None
+
+
+def _too_deep(content: object, limit: int) -> bool:
+    """Whether parsed JSON nests lists and objects more than ``limit`` deep (no recursion)."""
+    stack = [(content, 1)]
+    while stack:
+        value, depth = stack.pop()
+        children = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
+        for child in children:
+            if isinstance(child, (dict, list)):
+                if depth + 1 > limit:
+                    return True
+                stack.append((child, depth + 1))
+    return False
 
 
 # -- the command ---------------------------------------------------------------------------------
@@ -187,7 +267,11 @@ def collect(course: Course, assignment: str, source: str | Path, map_csv: str | 
         if source.is_dir():
             entries = _folder_entries(source, report)
         elif zipfile.is_zipfile(source):
-            entries = _zip_entries(stack.enter_context(zipfile.ZipFile(source)), report)
+            try:
+                archive = stack.enter_context(zipfile.ZipFile(source))
+            except (zipfile.BadZipFile, OSError, ValueError) as error:
+                raise CourseError(f"{source}: cannot read the zip's directory ({error})") from None
+            entries = _zip_entries(archive, source, report)
         else:
             raise CourseError(f"{source} is neither a folder nor a .zip file")
         _import(course, assignment, entries, _read_map(map_csv), report)
@@ -236,19 +320,16 @@ def _import(course: Course, assignment: str, entries: Iterator[Entry], mapping: 
         name = str(entry.path)
         if any(part in JUNK for part in entry.path.parts):
             continue
-        if entry.path.suffix != ".ipynb":
+        if not _is_candidate(entry.path):
             report.skipped.append((name, "not a notebook file (.ipynb)"))
             continue
         try:
-            student, notebook = identify(entry.path, notebooks, mapping)
-            if not SAFE_ID.match(student):
-                raise ValueError(f"bad student id {student!r} (letters, digits, . _ - only)")
-            if entry.size > MAX_NOTEBOOK_BYTES:
-                raise ValueError("larger than the size limit")
-            data = entry.read()
-            _check_notebook(data)
+            student, notebook, data = place(entry, notebooks, mapping)
         except ValueError as error:
             report.skipped.append((name, str(error)))
+            continue
+        except Exception as error:  # one file never stops the import; its reason is reported
+            report.skipped.append((name, f"cannot be imported ({type(error).__name__}: {error})"))
             continue
         sub = submissions.setdefault(student, Submission(student))
         other = sub.notebooks.get(notebook)
@@ -261,13 +342,36 @@ def _import(course: Course, assignment: str, entries: Iterator[Entry], mapping: 
     _store_all(course, assignment, submissions, report)
 
 
+def place(entry: Entry, notebooks: list[str], mapping: dict[str, str]) -> tuple[str, str, bytes]:
+    """(student, notebook, the file's bytes) for one export file, or ValueError saying why it is
+    skipped. The one place that decides a file's student and checks what it holds."""
+    student, notebook = identify(entry.path, notebooks, mapping)
+    check_student_id(student)
+    if entry.size > MAX_NOTEBOOK_BYTES:
+        raise ValueError(f"larger than the size limit ({_size(MAX_NOTEBOOK_BYTES)})")
+    try:
+        data = entry.read()
+    except zipfile.BadZipFile as error:  # a wrong CRC, a truncated entry
+        raise ValueError(f"corrupt zip entry ({error})") from None
+    except (OSError, EOFError, RuntimeError, NotImplementedError) as error:  # unreadable, encrypted, lzma...
+        raise ValueError(f"cannot be read ({type(error).__name__}: {error})") from None
+    _check_notebook(data)
+    return student, notebook, data
+
+
 def _store_all(course: Course, assignment: str, submissions: dict[str, Submission],
                report: CollectReport) -> None:
     with course.gradebook() as gb:
         for student in sorted(submissions):
-            status = _store(course, assignment, submissions[student])
+            sub = submissions[student]
+            try:
+                status = _store(course, assignment, sub)
+            except OSError as error:  # a full disk, a permission: this student only
+                for entry, _ in sub.notebooks.values():
+                    report.skipped.append((str(entry.path), f"cannot be stored in submitted/ ({error})"))
+                continue
             gb.update_or_create_student(student)
-            report.imported.append((student, ", ".join(sorted(submissions[student].notebooks)), status))
+            report.imported.append((student, ", ".join(sorted(sub.notebooks)), status))
 
 
 def _store(course: Course, assignment: str, sub: Submission) -> str:
