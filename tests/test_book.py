@@ -92,6 +92,18 @@ OVERFLOW = """(() => {
         }
     };
     walk(article, column.right, "");
+    // The walk sees elements only. A line of text wider than its box is no element: in a box
+    // that hides its overflow it is cut off without a trace, in one that shows it, it runs past
+    // the box. So every output, code cell and display formula is also measured directly.
+    const boxes = "div.cell_output .output, div.cell_output pre, div.cell_input pre, div.highlight pre, "
+                + "div.math, mjx-container[display='true']";
+    for (const el of article.querySelectorAll(boxes)) {
+        const overflowX = getComputedStyle(el).overflowX;
+        if (["auto", "scroll"].includes(overflowX)) continue;  // the walk reports it as scrolling
+        if (el.scrollWidth > el.clientWidth + SLACK) {
+            wide.push(describe(el, `cuts its content off (overflow-x ${overflowX})`));
+        }
+    }
     if (document.documentElement.scrollWidth > window.innerWidth + SLACK) {
         wide.push(`the whole page scrolls sideways: ${document.documentElement.scrollWidth}px `
                   + `in a ${window.innerWidth}px window`);
@@ -389,6 +401,12 @@ def test_nothing_is_wider_than_its_column(request, name, width):
         elif kind == "math" and width == WIDE:
             problems.append(f"{element} (display math must fit the column at {WIDE} px: split it with "
                             "aligned and line breaks; scrolling is only the narrow screen's last resort)")
+        elif width == WIDE:
+            # At a laptop's width a code cell or an output that scrolls hides its right end until
+            # the reader thinks of scrolling (a `True` at the end of a line, the end of a message):
+            # it is clipped. Shorten the line (wrap the print, break the code) so that it fits.
+            problems.append(f"{element} (code and outputs must fit the column at {WIDE} px: shorten "
+                            "or wrap the line; scrolling is only the narrow screen's last resort)")
     assert not problems, f"{name} at {width} px: wider than its column:\n" + "\n".join(problems)
 
 
@@ -402,6 +420,7 @@ def test_the_overflow_check_sees_overflow():
       <div class="output traceback"><pre style="overflow-x:auto">""" + "x" * 200 + """</pre></div>
       <div class="math"><div style="overflow-x:auto"><div style="width:400px">math</div></div></div>
       <pre style="overflow-x:auto">""" + "y" * 200 + """</pre>
+      <div class="cell_output"><pre style="overflow:hidden">""" + "z" * 200 + """</pre></div>
     </article></body></html>"""
     try:
         chromium = Chromium()
@@ -409,8 +428,9 @@ def test_the_overflow_check_sees_overflow():
         pytest.fail(str(missing), pytrace=False)
     with chromium:
         found = chromium.open("data:text/html," + quote(page), width=WIDE, probe=OVERFLOW).probe
-    assert len(found["wide"]) == 2, found["wide"]
+    assert len(found["wide"]) == 3, found["wide"]
     assert "sticks out" in found["wide"][0] and "is clipped by" in found["wide"][1], found["wide"]
+    assert "cuts its content off" in found["wide"][2] and "zzz" in found["wide"][2], found["wide"]
     assert sorted(kind for kind, _ in found["scrolls"]) == ["error", "math", "other"], found["scrolls"]
 
 
