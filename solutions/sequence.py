@@ -104,9 +104,9 @@ class SortingTransformer(nn.Module):
             x = block(x, need_weights=need_weights)
         return self.head(self.ln(x))
 
-    def attention_maps(self) -> list[np.ndarray]:
+    def attention_maps(self) -> list[np.ndarray | None]:
         """Each block's (N, H, T, T) weights from the last forward with need_weights=True."""
-        return [block.last_weights for block in self.blocks]
+        return [block.last_weights for block in self.blocks if isinstance(block, nn.TransformerBlock)]
 
 
 def sequence_loss(model: nn.Module, lines: np.ndarray, length: int) -> Tensor:

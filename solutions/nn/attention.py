@@ -81,10 +81,13 @@ def _check_positions(x: Tensor, max_len: int, embed_dim: int, layer: str) -> Non
 class SinusoidalPositionalEncoding(Module):
     """x (..., T, E) -> x + PE[:T]: fixed sines and cosines (a buffer, not trained)."""
 
+    pe: np.ndarray
+
     def __init__(self, embed_dim: int, max_len: int = 512, *, dtype: Any = np.float32):
         super().__init__()
         self.embed_dim, self.max_len = embed_dim, max_len
-        self.register_buffer("pe", sinusoidal_table(max_len, embed_dim).astype(_float_dtype(dtype, type(self).__name__)))
+        dtype = _float_dtype(dtype, type(self).__name__)
+        self.register_buffer("pe", sinusoidal_table(max_len, embed_dim).astype(dtype))
 
     def forward(self, x: Tensor) -> Tensor:
         _check_positions(x, self.max_len, self.embed_dim, type(self).__name__)

@@ -20,9 +20,9 @@ import math
 from typing import Any
 
 import numpy as np
+from golden_ops import FIXED, Case, U, _torch_case, inputs
 
 import solutions as S
-from golden_ops import Case, FIXED, U, _torch_case, inputs
 
 Arrays = dict[str, np.ndarray]
 CASES: dict[str, Case] = {}
@@ -78,9 +78,10 @@ _add("embedding", Case(inputs(ids=_ids, w=U((5, 3))), lambda t, ids, w: t.nn.fun
 _add("embedding_squared", Case(inputs(ids=_ids, w=U((5, 3))),
                                lambda t, ids, w: t.nn.functional.embedding(t.from_numpy(ids), w) ** 2,
                                lambda ids, w: S.ops.embedding(ids, w) ** 2, diff=("w",)))
-_add("embedding_padding_idx", Case(inputs(ids=_ids, w=U((5, 3))),
-                                   lambda t, ids, w: t.nn.functional.embedding(t.from_numpy(ids), w, padding_idx=1) ** 2,
-                                   lambda ids, w: S.ops.embedding(ids, w, padding_idx=1) ** 2, diff=("w",)))
+_add("embedding_padding_idx", Case(
+    inputs(ids=_ids, w=U((5, 3))),
+    lambda t, ids, w: t.nn.functional.embedding(t.from_numpy(ids), w, padding_idx=1) ** 2,
+    lambda ids, w: S.ops.embedding(ids, w, padding_idx=1) ** 2, diff=("w",)))
 
 # -- masked softmax ----------------------------------------------------------------------------
 _ROWS = [[1, 1, 0, 1], [0, 0, 0, 0], [1, 0, 0, 0]]  # one row fully masked, one with a single survivor
