@@ -65,6 +65,11 @@ def with_answer(nb: dict, grade_id: str, text: str) -> dict:
     return nb
 
 
+def answer_of(nb: dict, grade_id: str) -> str:
+    source = nb["cells"][index_of(nb, grade_id)]["source"]
+    return "".join(source) if isinstance(source, list) else source
+
+
 def points() -> dict[str, float]:
     """Auto-graded points per exercise, in notebook order."""
     out: dict[str, float] = {}
@@ -183,6 +188,10 @@ def submissions(course: Course, released: dict, listener_port: int) -> dict[str,
                         FULL - POINTS["a02-mul"])
     s["hang"] = (with_answer(ref, "a02-mul", mul_with("import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"
                                                       "while True:\n    pass")), FULL - POINTS["a02-mul"])
+    # a cell that hangs is interrupted and skipped, as nbgrader would: the rest is graded
+    s["hang-scratch-cell"] = (with_cell(ref, "while True:\n    pass", after="a02-mul-hidden"), FULL)
+    s["hang-answer-cell"] = (with_answer(ref, "a02-mul", answer_of(ref, "a02-mul") + "\nwhile True:\n    pass\n"),
+                             FULL - POINTS["a02-mul"])
     s["fork-bomb"] = (with_cell(ref, "import os, time\nfor _ in range(10000):\n    try:\n        if os.fork() == 0:\n"
                                      "            time.sleep(600)\n            os._exit(0)\n    except OSError:\n"
                                      "        break"), FULL)
@@ -401,3 +410,41 @@ def test_hostile_submissions_earn_nothing_honest_ones_lose_nothing(tmp_path, mon
     restored = nbformat.read(course.autograded_dir("struct-deleted", ASSIGNMENT) / f"{NOTEBOOK}.ipynb", as_version=4)
     assert [nbgrader(c).get("grade_id") for c in restored.cells if nbgrader(c)] == \
         [nbgrader(c).get("grade_id") for c in source()["cells"] if nbgrader(c)]
+
+
+def test_a_hung_cell_is_skipped_for_the_exercises_below_it_and_waited_on_once(tmp_path, monkeypatch):
+    """nbgrader interrupts a cell at its time limit and goes on; so does the judge. A scratch cell
+    that hangs costs nothing; an answer cell that hangs costs its own exercise only; either is
+    run (and waited on) in one sandbox only, the exercises below it run without it."""
+    import autograder.judge.grading as grading
+    from autograder.judge.session import Sandbox
+
+    ref = source()
+    source_dir = tmp_path / "source" / ASSIGNMENT
+    source_dir.mkdir(parents=True)
+    (source_dir / f"{NOTEBOOK}.ipynb").write_text(json.dumps(ref))
+    hang = "while True:\n    pass\n"
+    cases = {"scratch": (with_cell(ref, hang, after="a02-mul-hidden"), set()),
+             "answer": (with_answer(ref, "a02-mul", answer_of(ref, "a02-mul") + "\n" + hang), {"a02-mul"})}
+    original = grading.judge
+    runs_with_the_hang: list[str] = []
+
+    def counting(exercise, cells, **kwargs):
+        runs_with_the_hang.extend(exercise for _, text in cells if text.rstrip().endswith("pass"))
+        return original(exercise, cells, **kwargs)
+    monkeypatch.setattr(grading, "judge", counting)
+    for name, (nb, failing) in cases.items():
+        runs_with_the_hang.clear()
+        submitted = tmp_path / name / "submitted"
+        submitted.mkdir(parents=True)
+        (submitted / f"{NOTEBOOK}.ipynb").write_text(json.dumps(nb))
+        result = grading.grade_submission(source_dir, submitted, tmp_path / name / "out", sandbox=Sandbox(), budget=5)
+        verdicts = result["notebooks"][NOTEBOOK]
+        assert {e for e, v in verdicts.items() if not v["passed"]} == failing, verdicts
+        assert len(runs_with_the_hang) == 1, runs_with_the_hang
+        for exercise in failing:
+            assert "ran over the time limit of 5 s while running your cell a02-mul" in verdicts[exercise]["message"]
+        out = nbformat.read(tmp_path / name / "out" / f"{NOTEBOOK}.ipynb", as_version=4)
+        notes = [o["evalue"] for c in out.cells if c.cell_type == "code" for o in c.outputs
+                 if o["ename"] != "Incorrect"]
+        assert len(notes) == (0 if failing else 1) and all("interrupted and skipped" in n for n in notes), notes

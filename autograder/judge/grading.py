@@ -53,13 +53,57 @@ def _error_output(exercise: str, message: str):
     return nbformat.v4.new_output("error", ename=FAILED, evalue=message, traceback=[f"{FAILED}: {message}"])
 
 
-def autograded(restored, verdicts: dict[str, Verdict]):
-    """The restored notebook with no outputs but the judge's messages on the test cells of failed exercises."""
-    for cell in restored.cells:
+class SkippedCells(HungCells):
+    """The cells that ran over their exercise's budget: the exercises below them run without them.
+
+    This is what nbgrader does with a cell that runs over ``Execute.timeout``: it interrupts it,
+    the cell's effects are lost, the notebook goes on. Every exercise re-runs the cells above it
+    in a fresh sandbox, so a cell that hung once is skipped from then on rather than waited on
+    again; an exercise that finds a new one is judged again without it (once: a second new hang
+    in that run fails the exercise, which bounds the time a notebook takes to two budgets per
+    exercise). The exercise whose own answer cell hangs fails with the time-limit message.
+    """
+
+    def known(self, cells: list[tuple[str, str]]) -> str | None:
+        return None  # a known hung cell is never handed to the judge: nothing fails for it
+
+    def without(self, cells: list[tuple[str, str]]) -> list[tuple[str, str]]:
+        return [cell for cell in cells if cell not in self.hung]
+
+    def messages(self) -> dict[str, str]:
+        """Label of every skipped cell -> why it was skipped."""
+        return {label: message for (label, _), message in self.hung.items()}
+
+
+def judge_with_skips(exercise: str, cells: list[tuple[str, str]], skipped: SkippedCells, **kwargs) -> Verdict:
+    """Judge ``exercise`` on ``cells`` minus the known hung cells; again without a newly hung one."""
+    for attempt in range(2):
+        before = set(skipped.hung)
+        verdict = judge(exercise, skipped.without(cells), hung=skipped, **kwargs)
+        new = set(skipped.hung) - before
+        if attempt or not new or any(grade_id_exercise(label) == exercise for label, _ in new):
+            return verdict
+    return verdict
+
+
+def _skip_output(message: str):
+    text = f"this cell was interrupted and skipped: {message}; the exercises below were judged without it"
+    return nbformat.v4.new_output("error", ename="TimeoutError", evalue=text, traceback=[f"TimeoutError: {text}"])
+
+
+def autograded(restored, verdicts: dict[str, Verdict], skipped: dict[str, str] | None = None):
+    """The restored notebook with no outputs but the judge's messages on the test cells of failed
+    exercises, and on each ungraded cell that was skipped (``skipped``: its label -> the message)."""
+    skipped = skipped or {}
+    for index, cell in enumerate(restored.cells):
         if cell.cell_type != "code":
             continue
         cell.outputs, cell.execution_count = [], None
-        grade_id = ((cell.get("metadata") or {}).get("nbgrader") or {}).get("grade_id", "")
+        meta = (cell.get("metadata") or {}).get("nbgrader") or {}
+        grade_id = meta.get("grade_id", "")
+        label = grade_id or f"cell {index + 1}"  # as judge.code_cells labels it
+        if label in skipped and not meta.get("grade") and grade_id_exercise(label) not in verdicts:
+            cell.outputs = [_skip_output(skipped[label])]
         if is_test_cell(cell) and grade_id:
             exercise = grade_id_exercise(grade_id)
             verdict = verdicts.get(exercise)
@@ -126,20 +170,21 @@ def grade_submission(source: Path, submitted: Path, out: Path, *, sandbox: Sandb
         restored, repairs = restore(template, student)
         result["repairs"] += [f"{template_path.name}: {r}" for r in repairs]
         verdicts: dict[str, Verdict] = {}
-        hung = HungCells()
+        skipped = SkippedCells()
         for exercise in judged_exercises(restored.cells):
             if template_path.stem in result["unreadable"]:
                 verdicts[exercise] = Verdict(exercise, False, result["unreadable"][template_path.stem])
             else:
                 the_spec = spec_by_id(exercise)
                 earlier = earlier_notebooks(source, submitted) if the_spec.whole_engine else None
-                verdicts[exercise] = judge(exercise, code_cells(restored.cells, exercise), sandbox=sandbox,
-                                           budget=the_spec.budget or budget, hung=hung, earlier=earlier)
+                verdicts[exercise] = judge_with_skips(exercise, code_cells(restored.cells, exercise), skipped,
+                                                      sandbox=sandbox, budget=the_spec.budget or budget,
+                                                      earlier=earlier)
             on_exercise(verdicts[exercise])
         result["notebooks"][template_path.stem] = {e: asdict(v) for e, v in verdicts.items()}
         target = out / template_path.name
         tmp = target.with_suffix(".tmp")
-        nbformat.write(autograded(restored, verdicts), tmp)
+        nbformat.write(autograded(restored, verdicts, skipped.messages()), tmp)
         os.replace(tmp, target)
     result["seconds"] = time.monotonic() - started
     return result

@@ -4,18 +4,26 @@
 network, IPC and UTS namespace; everything read-only but an empty ``/tmp``; the Python install
 and its site-packages, and the runner's own folder, are the only things mounted; a uid no user
 has; no capabilities; an empty environment) or, with ``unsafe=True``, as a plain subprocess with the
-same resource limits. :class:`Session` starts one, hands it the student's cells, and turns the
+same resource limits. Of the Python install's site-packages only the libraries a student's
+code runs with (:data:`SANDBOX_DISTRIBUTIONS`: NumPy) are visible: the grader's own packages
+(``autograder``, ``solutions``, nbgrader, ...) are hidden however they were installed, editable
+or not. :class:`Session` starts one, hands it the student's cells, and turns the
 requests of a hidden check into messages (see :mod:`autograder.sandbox.wire`). A session has one
-wall-clock budget; past it, or if the process dies, every later request raises a
-:class:`SandboxFailure`, which is a ``BaseException`` so that no check's ``except Exception``
-can mistake it for an error of the student's code.
+time budget, counted on the sandbox's own clock (:meth:`Session.clock`: the time it had the CPU
+or chose to wait, not the time another student's processes kept it off the CPU), with a hard
+wall-clock backstop of :data:`WALL_STRETCH` budgets; past it, or if the process dies, every later
+request raises a :class:`SandboxFailure`, which is a ``BaseException`` so that no check's
+``except Exception`` can mistake it for an error of the student's code.
 """
 from __future__ import annotations
 
 import builtins
 import contextlib
 import functools
+import glob
+import importlib.metadata
 import os
+import re
 import select
 import shutil
 import signal
@@ -25,6 +33,9 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Callable
+
+import psutil
 
 from autograder.sandbox import wire
 
@@ -55,6 +66,20 @@ class SandboxProtocolError(SandboxFailure):
     pass
 
 
+# On a busy machine a sandbox's clock runs slower than the wall clock; it may take at most this
+# many budgets of wall time (a backstop: a sandbox starved that long is cut anyway).
+WALL_STRETCH = 5
+CPUS = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def run_delay(pid: int) -> float:
+    """Seconds the process spent runnable but waiting for a CPU (Linux schedstat); 0 if unknown."""
+    try:
+        return int(Path(f"/proc/{pid}/schedstat").read_text().split()[1]) / 1e9
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
 class SandboxUnavailable(Exception):
     """No sandbox can be made on this machine (the reason says why)."""
 
@@ -63,7 +88,7 @@ class SandboxUnavailable(Exception):
 class SandboxLimits:
     memory_mb: int = 4096      # address space of the runner (and of anything it starts)
     cpu_s: int = 300           # CPU seconds of the runner
-    nproc: int = 64            # processes and threads of the sandbox's uid (one uid per grading process)
+    nproc: int = 16            # processes and threads of the sandbox's uid (one uid per grading process)
     fsize_mb: int = 16         # largest file it may write (in its /tmp)
     tmpfs_mb: int = 256        # all of its /tmp together (memory-backed)
     nofile: int = 256          # open files
@@ -79,6 +104,94 @@ def _mounts_for(path: Path) -> list[str]:
     return args + ["--ro-bind", str(path), str(path)]
 
 
+# The installed distributions a sandbox sees (with what they require); every other file of every
+# site-packages folder is hidden. The kit and the students' notebooks need NumPy and the stdlib.
+SANDBOX_DISTRIBUTIONS = ("numpy",)
+_SITE_NAMES = ("site-packages", "dist-packages")
+
+
+def _distribution_entries(names: tuple[str, ...]) -> dict[Path, set[str]]:
+    """site folder -> the top-level entries (packages, modules, .libs, dist-info) of ``names`` and
+    of everything they require (extras left out) that live in it."""
+    found: dict[Path, set[str]] = {}
+    todo, seen = list(names), set()
+    while todo:
+        name = re.sub(r"[-_.]+", "-", todo.pop()).lower()
+        if name in seen:
+            continue
+        seen.add(name)
+        try:
+            dist = importlib.metadata.distribution(name)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+        site = Path(str(dist.locate_file(""))).resolve()
+        tops = {Path(str(f)).parts[0] for f in dist.files or [] if Path(str(f)).parts}
+        found.setdefault(site, set()).update(t for t in tops if t not in ("..", ".") and (site / t).exists())
+        for requirement in dist.requires or []:
+            if "extra ==" not in requirement.replace('"', "'").replace("extra=='", "extra == '"):
+                match = re.match(r"[A-Za-z0-9][A-Za-z0-9._-]*", requirement)
+                if match:
+                    todo.append(match.group(0))
+    return found
+
+
+def _site_folders(roots: list[Path]) -> list[Path]:
+    """Every site-packages / dist-packages folder of the Python installs under ``roots``."""
+    import site
+    candidates = {Path(p) for p in [*site.getsitepackages(), site.getusersitepackages(), *sys.path]
+                  if Path(p).name in _SITE_NAMES}
+    for root in roots:
+        for pattern in ("lib/python3*/*-packages", "lib/python3/*-packages", "local/lib/python3*/*-packages",
+                        "lib64/python3*/*-packages"):
+            candidates.update(Path(p) for p in glob.glob(str(root / pattern)))
+    folders = {p.resolve() for p in candidates if p.name in _SITE_NAMES and p.is_dir()}
+    return sorted(p for p in folders if any(p.is_relative_to(root) for root in roots))
+
+
+@functools.cache
+def python_mounts(python: str, prefix: str, base_prefix: str) -> tuple[list[str], str]:
+    """bwrap arguments that show the sandbox the Python install (interpreter, stdlib) and, of its
+    site-packages, only :data:`SANDBOX_DISTRIBUTIONS`; and the interpreter's path in the sandbox.
+
+    A venv is not mounted whole (its site-packages and scripts are the grader's): only its
+    ``pyvenv.cfg``, its ``bin/python*`` and a site-packages folder holding the allowed libraries.
+    Each site folder of the base install is covered by an empty tmpfs with those libraries bound in.
+    """
+    venv, base = Path(prefix), Path(base_prefix).resolve()
+    roots = sorted({base, Path(os.path.realpath(python)).parent.parent})
+    args: list[str] = []
+    mounted = [Path("/usr")]
+    for root in roots:
+        if not any(root != other and root.is_relative_to(other) for other in roots) \
+                and not root.is_relative_to("/usr"):
+            args += _mounts_for(root)
+            mounted.append(root)
+    keep = _distribution_entries(SANDBOX_DISTRIBUTIONS)
+    folders = _site_folders(mounted)
+    interpreter = python
+    if venv.resolve() != base:  # a venv: only what makes it a venv, and its allowed libraries
+        venv_sites = _site_folders([venv.resolve()])
+        real = venv.resolve()
+        if (real / "pyvenv.cfg").is_file():
+            args += _mounts_for(real / "pyvenv.cfg")
+        args += [*_mounts_for(real / "bin")[:-3], "--perms", "0755", "--dir", str(real / "bin")]
+        for exe in sorted((real / "bin").glob("python*")):
+            # bin/python is a symlink to the base interpreter (kept a symlink, so Python finds pyvenv.cfg)
+            args += ["--symlink", os.readlink(exe), str(exe)] if exe.is_symlink() else ["--ro-bind", str(exe), str(exe)]
+        if real != venv:  # the venv's path is a symlink: both ends must be there
+            args += [*_mounts_for(venv)[:-3], "--symlink", str(real), str(venv)]
+        for folder in venv_sites:
+            args += [*_mounts_for(folder)[:-3], "--perms", "0755", "--dir", str(folder)]
+        folders += venv_sites
+        candidate = venv / "bin" / "python"
+        interpreter = str(candidate) if candidate.exists() else python
+    for folder in folders:
+        args += ["--perms", "0755", "--tmpfs", str(folder)]
+        for entry in sorted(keep.get(folder, ())):
+            args += ["--ro-bind", str(folder / entry), str(folder / entry)]
+    return args, interpreter
+
+
 @dataclass(frozen=True)
 class Sandbox:
     unsafe: bool = False
@@ -92,8 +205,6 @@ class Sandbox:
         bwrap = shutil.which("bwrap")
         if bwrap is None:
             raise SandboxUnavailable("bubblewrap (bwrap) is not installed: `apt-get install bubblewrap`")
-        roots = sorted({Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve(),
-                        Path(os.path.realpath(self.python)).parent.parent})
         args = [bwrap, "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
                 "--die-with-parent", "--new-session", "--ro-bind", "/usr", "/usr",
                 # /tmp first: a Python install or venv that lives under /tmp is bound on top of it
@@ -104,22 +215,13 @@ class Sandbox:
                 args += ["--symlink", os.readlink(target), str(target)]
             elif target.is_dir():
                 args += ["--ro-bind", str(target), str(target)]
-        for root in roots:
-            if not any(root != other and root.is_relative_to(other) for other in roots) \
-                    and not root.is_relative_to("/usr"):
-                args += _mounts_for(root)
-        # A venv's bin/python is a symlink to the base interpreter: both ends must be visible.
-        venv = Path(sys.prefix)
-        if venv != venv.resolve() and not venv.is_relative_to("/usr"):
-            args += _mounts_for(venv)
-        args += [*_mounts_for(Path("/sandbox"))[:-3], "--ro-bind", str(RUNNER_DIR), "/sandbox",
+        mounts, python = python_mounts(self.python, sys.prefix, sys.base_prefix)
+        args += [*mounts, *_mounts_for(Path("/sandbox"))[:-3], "--ro-bind", str(RUNNER_DIR), "/sandbox",
                  "--dev", "/dev", "--proc", "/proc", "--chdir", "/tmp", "--clearenv",
                  "--setenv", "HOME", "/tmp", "--setenv", "PATH", "/usr/bin:/bin",
                  "--setenv", "OPENBLAS_NUM_THREADS", "1", "--setenv", "OMP_NUM_THREADS", "1",
                  "--setenv", "MKL_NUM_THREADS", "1", "--setenv", "MPLBACKEND", "Agg",
                  "--setenv", "MPLCONFIGDIR", "/tmp/matplotlib", "--setenv", "PYTHONHASHSEED", "0"]
-        python = str(Path(sys.prefix) / "bin" / "python") if (Path(sys.prefix) / "bin" / "python").exists() \
-            else self.python
         if os.geteuid() == 0:
             # bwrap as root mounts what root can read, then setpriv drops to an unprivileged uid
             # with no capabilities at all before Python starts.
@@ -174,9 +276,13 @@ class Session:
 
     def __init__(self, sandbox: Sandbox, budget: float):
         self.sandbox = sandbox
-        self.deadline = time.monotonic() + budget
+        self.started = time.monotonic()
+        self.deadline = self.started + budget  # on the sandbox's clock (see clock())
+        self.wall_deadline = self.started + WALL_STRETCH * budget
         self.budget = budget
         self.failure: SandboxFailure | None = None
+        self._judge_delay = run_delay(os.getpid())
+        self._measured = (self.started, self.started)  # (wall time, clock) of the last measurement
         self._errlog = tempfile.TemporaryFile()
         self.process = subprocess.Popen(sandbox.command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                         stderr=self._errlog, env=sandbox.env(), close_fds=True,
@@ -184,6 +290,8 @@ class Session:
         self._reader = wire.Reader(self.process.stdout.fileno(), sandbox.limits.message_mb << 20)
         self._modules: dict[str, object] = {}
         self.running: str | None = None  # the cell the sandbox is running, while it runs the student's cells
+        # Answers the sandbox's calls of sealed references (autograder.judge.sealed.Oracle), if any.
+        self.oracle: Callable[[Any], Any] | None = None
 
     # -- lifecycle -------------------------------------------------------------------------------
     def setup(self, modules: dict, exercises: dict[str, str], cells: list[tuple[str, str]], judged: str,
@@ -268,22 +376,79 @@ class Session:
         except (BrokenPipeError, OSError):
             raise self._died() from None
 
+    def clock(self) -> float:
+        """The sandbox's own clock, on the scale of ``time.monotonic()``: it starts with the session
+        and advances by the CPU time of the sandbox's whole process tree, or by the wall time less
+        the time the sandbox and this judge spent waiting for a CPU, whichever is more.
+
+        So one student's processes, however many, cannot make another's exercise time out: time
+        a sandbox spends kept off the CPU by load is not counted, while its own CPU use (all of
+        its processes together) and its own waiting (a sleep, a blocked read) are."""
+        now = time.monotonic()
+        cpu = starved = 0.0
+        try:
+            root = psutil.Process(self.process.pid)
+            for proc in [root, *root.children(recursive=True)]:
+                with contextlib.suppress(psutil.Error):
+                    times = proc.cpu_times()
+                    cpu += times.user + times.system + times.children_user + times.children_system
+                    starved += run_delay(proc.pid)
+        except psutil.Error:  # the sandbox is gone: nothing more will be read from it
+            return now
+        starved += run_delay(os.getpid()) - self._judge_delay
+        return self.started + max(cpu, now - self.started - starved)
+
+    def _time_left(self) -> float:
+        """Wall seconds to wait before looking again, or 0 when the time is up."""
+        now = time.monotonic()
+        if now >= self.wall_deadline:
+            return 0.0
+        measured_at, clock = self._measured
+        bound = clock + (now - measured_at) * CPUS  # the clock cannot run faster than every CPU at once
+        if bound >= self.deadline:
+            clock = self.clock()
+            self._measured = (now, clock)
+            bound = clock
+        if bound >= self.deadline:
+            return 0.0
+        return min(self.wall_deadline - now, max(0.05, (self.deadline - bound) / CPUS))
+
     def _wait(self) -> None:
-        left = self.deadline - time.monotonic()
-        if left <= 0:
-            raise self._fail(SandboxTimeout, f"ran over the time limit of {self.budget:g} s")
-        ready, _, _ = select.select([self.process.stdout], [], [], left)
-        if not ready:
-            raise self._fail(SandboxTimeout, f"ran over the time limit of {self.budget:g} s")
+        while True:
+            left = self._time_left()
+            if left <= 0:
+                raise self._fail(SandboxTimeout, f"ran over the time limit of {self.budget:g} s")
+            ready, _, _ = select.select([self.process.stdout], [], [], left)
+            if ready:
+                return
 
     def _receive(self) -> tuple[dict, list[bytes]]:
-        self._check_alive()
+        """The sandbox's next message; its calls of sealed references are answered on the way."""
+        while True:
+            self._check_alive()
+            try:
+                message, blobs = self._reader.read(self._wait)
+            except EOFError:
+                raise self._died() from None
+            except wire.WireError as error:
+                raise self._fail(SandboxProtocolError, f"sent a message the judge cannot read ({error})") from None
+            if "oracle" not in message:
+                return message, blobs
+            self._answer(message["oracle"], blobs)
+
+    def _answer(self, request, blobs: list[bytes]) -> None:
+        from autograder.judge.sealed import OracleError
+        reply: dict
+        out: list[bytes] = []
         try:
-            return self._reader.read(self._wait)
-        except EOFError:
-            raise self._died() from None
+            if self.oracle is None:
+                raise OracleError("NotImplementedError", "no sealed reference in this sandbox")
+            reply = {"value": wire.encode(self.oracle(wire.decode(request, blobs)), out)}
+        except OracleError as error:
+            reply, out = {"err": {"type": error.kind, "msg": str(error)}}, []
         except wire.WireError as error:
-            raise self._fail(SandboxProtocolError, f"sent a message the judge cannot read ({error})") from None
+            reply, out = {"err": {"type": "TypeError", "msg": f"a value the judge cannot read or send ({error})"}}, []
+        self._send(reply, out)
 
     def _value(self, reply: dict, blobs: list[bytes]):
         try:
