@@ -3,11 +3,14 @@
 Shipped in the kit as `coursekit/answers.py` (generated from autograder/kit_answers.py).
 
 Each assignment's kit holds the whole engine with *every* exercise of the course left for you. When
-a notebook imports `coursekit`, the kit looks for your notebooks of the **earlier** assignments
-next to this one (the folders `../a01_graphs/`, `../a02_broadcasting/`, … as JupyterLab's
-*Assignments* tab fetches them), runs their imports cell and their answer cells, and plugs every
-exercise you finished into the engine with `use`. So in a04 the `GetItem` that runs is the one you
-wrote in a02.
+a notebook (an assignment's, a chapter's) or `python -m coursekit.engine.training` imports
+`coursekit` in one of your assignment folders, the kit finds **all** your assignment notebooks: the
+folders beside this one (`../a01_graphs/a01_graphs.ipynb`, `../a02_broadcasting/…`, as JupyterLab's
+*Assignments* tab fetches them), this assignment's own notebook (as last saved) included. It runs
+their imports cell and their answer cells and plugs every exercise you finished into the engine with
+`use`. So in a04 the `GetItem` that runs is the one you wrote in a02, and a chapter opened in
+`a01_graphs/` runs on your a03 convolution too. In the notebook you are working on, your cells
+plug in the answers as you run them (the saved version only comes first).
 
     import coursekit
     coursekit.status()                     # which exercises are yours, which are still to do
@@ -26,6 +29,7 @@ import contextlib
 import io
 import json
 import re
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,7 +39,7 @@ _NOT_DONE = re.compile(r"^\s*raise NotImplementedError\(\)\s*$", re.M)
 
 @dataclass
 class Answer:
-    """What became of one exercise of an earlier assignment."""
+    """What became of one exercise of one of your notebooks."""
     exercise: str
     assignment: str
     status: str          # "yours", "not done", "failed", "not found"
@@ -125,8 +129,9 @@ def load_cells(assignment: str, cells: list[dict]) -> list[Answer]:
     return answers
 
 
-def notebooks(root: Path, before: str | None) -> dict[str, Path]:
-    """assignment -> its notebook, for every assignment folder under `root` that comes before `before`."""
+def notebooks(root: Path, before: str | None = None) -> dict[str, Path]:
+    """assignment -> its notebook `aNN_name/aNN_name.ipynb`, for every assignment folder under `root`
+    (only those that come before the assignment `before`, when given)."""
     found = {}
     for folder in sorted(Path(root).expanduser().glob("a[0-9][0-9]_*")):
         if not (folder.is_dir() and _ASSIGNMENT_DIR.match(folder.name)):
@@ -140,9 +145,8 @@ def notebooks(root: Path, before: str | None) -> dict[str, Path]:
 
 
 def load_answers(root: str | Path | None = None, before: str | None = None, quiet: bool = False) -> list[Answer]:
-    """Load your answers from the notebooks of the assignments before this one, found under `root`
-    (default: the folder that holds this assignment's folder)."""
-    before = before or _kit_assignment()
+    """Load your answers from your assignment notebooks found under `root` (default: the folder that
+    holds this assignment's folder): every one of them, or only those before the assignment `before`."""
     root = Path(root).expanduser() if root is not None else Path(__file__).resolve().parent.parent.parent
     answers = []
     for assignment, path in notebooks(root, before).items():
@@ -158,28 +162,33 @@ def load_answers(root: str | Path | None = None, before: str | None = None, quie
 
 
 def autoload() -> list[Answer]:
-    """What importing the kit does: load the earlier assignments' answers, when this kit sits in an
-    assignment's folder (`aNN_name/coursekit/`)."""
+    """What importing the kit does: load the answers of every assignment notebook beside this one (its
+    own included), when this kit sits in an assignment's folder (`aNN_name/coursekit/`). The judge's
+    kit never calls it: a sandbox gets exactly the answers the judge sends (`load_cells`)."""
     if _kit_assignment() is None:
         return []
+    # Under `python -m coursekit.engine.training` a notebook's imports cell imports the module runpy
+    # is about to run as __main__, and runpy warns; harmless, since that module's main block runs
+    # the imported copy, the one the answers are plugged into.
+    warnings.filterwarnings("ignore", message=r"'coursekit\.[\w.]+' found in sys\.modules", category=RuntimeWarning)
     return load_answers()
 
 
 def summary(answers: list[Answer]) -> str:
     done = sum(a.status == "yours" for a in answers)
     todo = [a.exercise for a in answers if a.status != "yours"]
-    line = f"coursekit: {done} of your answers from earlier assignments are in the engine"
+    line = f"coursekit: {done} of your answers from your notebooks are in the engine"
     if todo:
         shown = ", ".join(todo[:6]) + (f" and {len(todo) - 6} more" if len(todo) > 6 else "")
-        line += f"; still to do there: {shown} (coursekit.status() says why)"
+        line += f"; still to do: {shown} (coursekit.status() says why)"
     return line
 
 
 def status() -> None:
-    """Print what became of every exercise of the earlier assignments."""
+    """Print what became of every exercise of the notebooks loaded."""
     if not _loaded:
-        print("coursekit: no answers loaded from earlier notebooks "
-              "(none found next to this assignment's folder; coursekit.load_answers(folder) loads them)")
+        print("coursekit: no answers loaded from your notebooks "
+              "(none found beside this assignment's folder; coursekit.load_answers(folder) loads them)")
         return
     width = max(len(a.exercise) for a in _loaded.values())
     for a in sorted(_loaded.values(), key=lambda a: a.exercise):

@@ -404,4 +404,7 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, Any]]:
 
 
 if __name__ == "__main__":
-    main()
+    # `python -m` runs this file as a second copy of the module, `__main__`; run the package's own
+    # copy, the one whose train_step the kit's answer loader plugs a student's answer into.
+    from solutions import training
+    training.main()

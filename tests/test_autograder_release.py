@@ -2,6 +2,8 @@
 
 import json
 import shutil
+import subprocess
+import sys
 
 import pytest
 
@@ -10,6 +12,7 @@ from autograder.release import MIN_CHARS, signature
 from autograder_support import (
     ASSIGNMENT,
     NOTEBOOK,
+    REPO,
     SOLUTIONS,
     autograder,
     make_course,
@@ -134,3 +137,23 @@ def test_every_kit_shared_line_is_still_in_the_kit():
 
     lines = {line.strip() for text in kit.kit_files().values() for line in text.split("\n")}
     assert not [line for line in KIT_SHARED_LINES if line not in lines]
+
+
+@pytest.mark.slow
+def test_the_course_releases_as_an_instructor_releases_it(tmp_path):
+    """What an instructor does first, with the command line in a fresh copy of the course: every
+    assignment of the course releases clean. (A notebook whose instructions spell out its model
+    answer, line by line, is refused: the scan is right, the instructions must state the contract.)"""
+    course = tmp_path / "course"
+    course.mkdir()
+    shutil.copy(REPO / "assignments" / "nbgrader_config.py", course)
+    shutil.copytree(REPO / "assignments" / "source", course / "source")
+    assignments = sorted(p.name for p in (course / "source").iterdir() if p.is_dir())
+    result = subprocess.run([sys.executable, "-m", "autograder", "--course", str(course), "release", "--all"],
+                            cwd=REPO, capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert result.stdout.count("scan clean") == len(assignments) and "LEAK" not in result.stdout, result.stdout
+    for assignment in assignments:
+        assert f"{assignment}: released to" in result.stdout, result.stdout
+        assert (course / "release" / assignment / f"{assignment}.ipynb").is_file()
+        assert (course / "release" / assignment / "coursekit" / "__init__.py").is_file()

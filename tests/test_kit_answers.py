@@ -175,3 +175,52 @@ def test_diagnose_checks_that_col2im_is_the_adjoint_of_im2col(tmp_path):
     both kernels from `coursekit.engine.ops.im2col`, the module (no function of the package hides it)."""
     problems = diagnose_with_mutant(tmp_path, "a03_im2col", "col2im-assigns")
     assert any(line.startswith("im2col / col2im") and "adjoint" in line for line in problems), problems
+
+
+def test_every_notebook_beside_is_loaded_this_ones_and_later_ones_included(tmp_path):
+    """A chapter opened in a01_graphs/ runs on the student's a03 convolution: the kit of any
+    assignment loads every assignment notebook beside it, its own (as last saved) included."""
+    for assignment in ("a01_graphs", "a02_broadcasting", "a03_im2col"):
+        (tmp_path / assignment).mkdir()
+        shutil.copy(SOURCE / assignment / f"{assignment}.ipynb", tmp_path / assignment)
+    build_kit(tmp_path / "a01_graphs")
+    result = run_in(tmp_path / "a01_graphs", """
+        import coursekit
+        coursekit.status()
+    """)
+    assert result.returncode == 0, result.stderr
+    table = {line.split()[0]: line.split()[2] for line in result.stdout.splitlines()[1:]}
+    assert {prefix for prefix in (eid[:3] for eid in table)} == {"a01", "a02", "a03"}, table
+    assert set(table.values()) == {"yours"}, table
+    assert result.stdout.startswith(f"coursekit: {len(table)} of your answers from your notebooks are in the engine\n")
+
+
+def test_the_training_command_runs_the_capstones_own_answer(tmp_path):
+    """`python -m coursekit.engine.training` in a06_training/ trains with the train_step of a06's
+    notebook (runpy runs the module as a second copy, `__main__`: it must run the one answers reach)."""
+    for name in sorted(p.name for p in SOURCE.iterdir() if p.name < "a06"):  # the model and the data
+        (tmp_path / name).mkdir()
+        shutil.copy(SOURCE / name / f"{name}.ipynb", tmp_path / name)
+    (tmp_path / "a06_training").mkdir()
+    nb = json.loads((SOURCE / "a06_training" / "a06_training.ipynb").read_text())
+    _set_region(_cell(nb, "a06-train-step"), "raise RuntimeError(\"the student's train_step ran\")")
+    (tmp_path / "a06_training" / "a06_training.ipynb").write_text(json.dumps(nb))
+    build_kit(tmp_path / "a06_training")
+    result = subprocess.run([sys.executable, "-m", "coursekit.engine.training", "--model", "cnn", "--no-progress",
+                             "--out", str(tmp_path / "out")], cwd=tmp_path / "a06_training", capture_output=True,
+                            text=True, timeout=300)
+    assert "RuntimeError: the student's train_step ran" in result.stderr, result.stderr[-3000:]
+    assert "found in sys.modules" not in result.stderr, "runpy's warning about the module loaded twice"
+
+
+def test_the_judges_kit_never_loads_notebooks():
+    """Grading isolation: the sandbox's kit (kit_modules) gets exactly the answers the judge sends;
+    it never looks for notebooks by itself, as the students' kit does when imported."""
+    from autograder import spec as spec_module
+    from autograder.kit import kit_files, kit_modules
+
+    students = kit_files()[Path("coursekit") / "__init__.py"]
+    assert "answers.autoload()" in students
+    specs = spec_module.load("a02_broadcasting")
+    for stubbed in ([], specs[:1], specs):
+        assert "autoload()" not in kit_modules(stubbed)["coursekit"][1]

@@ -10,9 +10,11 @@
    vanish under a concurrent build's kernels (`No module named 'coursekit'`). On a student's
    machine the same imports reach the kit beside their notebook: their own engine.
 2. **Each chapter as a notebook.** Every chapter page gets a "download this chapter as a notebook"
-   link at its top; the notebook (:func:`chapter_notebook`) is the chapter's cells, with the book's
-   figure helpers (`_code/bookfig.py`) inlined so that it runs anywhere a `coursekit/` folder is
-   importable, e.g. in any assignment's folder.
+   link at its top; the notebook (:func:`chapter_notebook`) is the chapter's cells, carrying what
+   the book reads from its own folders: the figure helpers (`_code/bookfig.py`) inlined, and the
+   data files a cell reads (`Path("_data/NAME").read_text()`) embedded in a cell of their own. So
+   it runs anywhere a `coursekit/` folder is importable: in any of the student's assignment folders,
+   where importing the kit loads the answers of every assignment notebook beside it.
 """
 from __future__ import annotations
 
@@ -27,6 +29,11 @@ BOOK = Path(__file__).resolve().parents[1]
 ROOT = BOOK.parent
 DOWNLOADS = "_downloads/chapters"
 PLUMBING = 'sys.path.insert(0, os.path.abspath("_code"))'
+# How a chapter reads a data file of book/_data (the build runs chapters in book/); the notebook
+# reads the embedded copy instead: BOOK_DATA["_data/NAME"].
+DATA_READ = re.compile(r'Path\("(_data/[\w.-]+)"\)\.read_text\(\)')
+LOADER = ("import coursekit  # in one of your assignment folders: your answers, "
+          "from every assignment notebook there")
 
 
 def chapter_notebook(md_path: Path) -> nbformat.NotebookNode:
@@ -42,25 +49,43 @@ def chapter_notebook(md_path: Path) -> nbformat.NotebookNode:
                 PLUMBING + "\nimport bookfig",
                 "import types\n\nbookfig = types.ModuleType(\"bookfig\")  # the book's figure helpers, inlined\n"
                 f"exec({bookfig!r}, vars(bookfig))\nsys.modules[\"bookfig\"] = bookfig")
+    _embed_data(nb)
     directive = re.compile(r"```\{assignment-exercises\}\s+(\w+)\s*```")
     for cell in nb.cells:
         if cell.cell_type == "markdown":
             cell.source = directive.sub(lambda m: "\n".join(exercise_lines(m.group(1))), cell.source)
     title = next((line[2:] for line in md_path.read_text(encoding="utf-8").splitlines() if line.startswith("# ")),
                  md_path.stem)
-    nb.cells.insert(0, nbformat.v4.new_code_cell(
-        "import coursekit\n\n"
-        "coursekit.load_answers(\"..\")  # your answers, from every assignment notebook beside this folder"))
+    nb.cells.insert(0, nbformat.v4.new_code_cell(LOADER))
     nb.cells.insert(0, nbformat.v4.new_markdown_cell(
         f"*{title}*, a chapter of the course book, as a notebook. Run it in one of your assignment "
         "folders (next to its `coursekit/`): its code then runs on **your** engine, with the answers "
-        "you wrote in your notebooks. Where it reaches an exercise you have not done yet, the error "
-        "names that exercise."))
+        "you wrote in all your assignment notebooks. Where it reaches an exercise you have not done "
+        "yet, the error names that exercise."))
     nb.metadata["kernelspec"] = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
     for cell in nb.cells:  # a clean notebook: no outputs, ids of its own
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
     return nb
+
+
+def _embed_data(nb: nbformat.NotebookNode) -> None:
+    """Carry the `book/_data` files the chapter's cells read: a cell holding their text goes before
+    the first cell that reads one, and each read becomes a lookup in it."""
+    names = sorted({m.group(1) for cell in nb.cells if cell.cell_type == "code"
+                    for m in DATA_READ.finditer(cell.source)})
+    if not names:
+        return
+    first = next(k for k, cell in enumerate(nb.cells) if cell.cell_type == "code" and DATA_READ.search(cell.source))
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            cell.source = DATA_READ.sub(lambda m: f"BOOK_DATA[{m.group(1)!r}]", cell.source)
+    entries = "".join(f"    {name!r}: {(BOOK / name).read_text(encoding='utf-8')!r},\n" for name in names)
+    data = nbformat.v4.new_code_cell(
+        "# The book's data files this chapter reads, carried by the notebook (the book reads them from\n"
+        f"# its own folder, book/_data/).\nBOOK_DATA = {{\n{entries}}}")
+    data.metadata["jupyter"] = {"source_hidden": True}   # JupyterLab shows it collapsed
+    nb.cells.insert(first, data)
 
 
 def _points(points: float) -> str:
