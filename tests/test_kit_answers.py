@@ -1,8 +1,9 @@
 """The student's own engine across assignments (coursekit/answers.py, from autograder/kit_answers.py).
 
-A kit released into `aNN_name/coursekit/` loads, when imported, the student's answers from the
-notebooks of the earlier assignments beside it and plugs them into the engine. An exercise not
+A kit released into `aNN_name/coursekit/` loads, when imported, the student's answers from every
+assignment notebook beside it (its own included) and plugs them into the engine. An exercise not
 done, or whose cell fails, stays the kit's stub, whose error names the exercise and its notebook.
+The judge's kit never looks for notebooks: grading stays per exercise.
 """
 from __future__ import annotations
 
