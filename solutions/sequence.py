@@ -45,7 +45,7 @@ class Settings:
     num_heads: int = 4
     layers: int = 2
     batch_size: int = 64
-    steps: int = 1200
+    steps: int = 400
     lr: float = 3e-3
     warmup: int = 50
     seed: int = 0

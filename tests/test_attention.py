@@ -409,5 +409,5 @@ def test_a_reduced_sorting_transformer_learns_well_beyond_chance():
     result = sequence.evaluate(model, settings)
     # Chance is 10 % per digit and 1e-5 per sequence of five.
     assert record["losses"][-1] < 0.5 * record["losses"][0]
-    assert result["digits"] > 0.8, result
-    assert result["exact"] > 0.3, result
+    assert result["digits"] > 0.9, result
+    assert result["exact"] > 0.6, result

@@ -114,6 +114,16 @@ class LearnedPositionalEncoding(Module):
         return f"{self.embed_dim}, max_len={self.max_len}"
 
 
+def token_linear(x: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:
+    """`F.linear` on (..., E_in) applied as one (M, E_in) @ (E_in, E_out) product, M = all tokens.
+
+    The same numbers as `F.linear` on the 3-D input, but a 3-D @ 2-D matmul is a *batched*
+    product: its weight gradient is N products of (E_in, T) @ (T, E_out), stacked and then summed
+    over N; flattening the tokens makes it one product, with no (N, E_in, E_out) intermediate."""
+    y = F.linear(x.reshape(-1, x.shape[-1]), weight, bias)
+    return y.reshape(x.shape[:-1] + (weight.shape[0],))
+
+
 def _mha_mask(attn_mask: Any, key_padding_mask: Any, is_causal: bool, N: int, H: int, L: int, S: int,
               dtype: np.dtype) -> np.ndarray | None:
     """MultiheadAttention's masks, in *its* convention (bool True = NOT allowed, float = added),
@@ -185,7 +195,7 @@ class MultiheadAttention(Module):
         E = self.embed_dim
         w = self.in_proj_weight[part * E:(part + 1) * E]
         b = None if self.in_proj_bias is None else self.in_proj_bias[part * E:(part + 1) * E]
-        return F.linear(x, w, b)
+        return token_linear(x, w, b)
 
     def forward(self, query: Tensor, key: Tensor, value: Tensor, key_padding_mask: Any = None,
                 need_weights: bool = True, attn_mask: Any = None, average_attn_weights: bool = True,
@@ -209,7 +219,7 @@ class MultiheadAttention(Module):
         N, L, S = query.shape[0], query.shape[1], key.shape[1]
         mask = _mha_mask(attn_mask, key_padding_mask, is_causal, N, H, L, S, query.dtype)
         if query is key and key is value:  # self-attention: one (N, L, E) @ (E, 3E) product, then split
-            q, k, v = ops.split(F.linear(query, self.in_proj_weight, self.in_proj_bias), 3, axis=-1)
+            q, k, v = ops.split(token_linear(query, self.in_proj_weight, self.in_proj_bias), 3, axis=-1)
         else:
             q, k, v = self._project(query, 0), self._project(key, 1), self._project(value, 2)
         q, k, v = ops.split_heads(q, H), ops.split_heads(k, H), ops.split_heads(v, H)  # (N, H, L or S, D)
@@ -221,7 +231,7 @@ class MultiheadAttention(Module):
             heads = p @ v
         else:
             heads = ops.scaled_dot_product_attention(q, k, v, mask, p_drop, rng=self.drop_rng)
-        out = self.out_proj(ops.merge_heads(heads))     # (N, L, E)
+        out = token_linear(ops.merge_heads(heads), self.out_proj.weight, self.out_proj.bias)  # (N, L, E)
         if unbatched:
             out = out.squeeze(0)
         elif not self.batch_first:
@@ -268,4 +278,6 @@ class TransformerBlock(Module):
                          is_causal=is_causal and attn_mask is None)
         self.last_weights = None if w is None else w.data
         x = x + self.drop(a)
-        return x + self.drop(self.mlp(self.ln2(x)))
+        h = self.ln2(x)
+        h = self.mlp(h.reshape(-1, h.shape[-1])).reshape(h.shape)  # all tokens as one batch: see token_linear
+        return x + self.drop(h)
