@@ -68,6 +68,7 @@ OVERFLOW = """(() => {
     const kind = el => el.closest(".output.traceback, .output.stderr, .output.error") ? "error"
         : el.closest(".math, mjx-container") ? "math" : "other";
     const wide = [], scrolls = [];
+    const reported = new Set();  // scroll containers the walk has already judged
     const walk = (el, bound, owner) => {
         for (const child of el.children) {
             // MathJax's invisible copy of each formula, for screen readers
@@ -81,6 +82,7 @@ OVERFLOW = """(() => {
                 continue;  // its descendants stick out with it: one report is enough
             }
             if (["auto", "scroll"].includes(style.overflowX)) {
+                reported.add(child);
                 if (child.scrollWidth > child.clientWidth + SLACK) {
                     scrolls.push([kind(child), describe(child, "scrolls sideways")]);
                 }
@@ -92,15 +94,20 @@ OVERFLOW = """(() => {
         }
     };
     walk(article, column.right, "");
-    // The walk sees elements only. A line of text wider than its box is no element: in a box
-    // that hides its overflow it is cut off without a trace, in one that shows it, it runs past
-    // the box. So every output, code cell and display formula is also measured directly.
+    // The walk stops at the first scroll container (a cell's output area scrolls as a whole), so
+    // it misses a <pre> that scrolls inside one; and it sees elements only, while a line of text
+    // wider than its box is no element: in a box that hides its overflow it is cut off without a
+    // trace, in one that shows it, it runs past the box. So every output, code cell and display
+    // formula is also measured directly, whatever its ancestors do.
     const boxes = "div.cell_output .output, div.cell_output pre, div.cell_input pre, div.highlight pre, "
                 + "div.math, mjx-container[display='true']";
     for (const el of article.querySelectorAll(boxes)) {
+        if (reported.has(el) || el.getClientRects().length === 0) continue;  // judged, or not shown
+        if (el.scrollWidth <= el.clientWidth + SLACK) continue;
         const overflowX = getComputedStyle(el).overflowX;
-        if (["auto", "scroll"].includes(overflowX)) continue;  // the walk reports it as scrolling
-        if (el.scrollWidth > el.clientWidth + SLACK) {
+        if (["auto", "scroll"].includes(overflowX)) {
+            scrolls.push([kind(el), describe(el, "scrolls sideways")]);
+        } else {
             wide.push(describe(el, `cuts its content off (overflow-x ${overflowX})`));
         }
     }
@@ -421,6 +428,7 @@ def test_the_overflow_check_sees_overflow():
       <div class="math"><div style="overflow-x:auto"><div style="width:400px">math</div></div></div>
       <pre style="overflow-x:auto">""" + "y" * 200 + """</pre>
       <div class="cell_output"><pre style="overflow:hidden">""" + "z" * 200 + """</pre></div>
+      <div class="cell_output" style="overflow-x:auto"><pre style="overflow-x:auto">""" + "w" * 200 + """</pre></div>
     </article></body></html>"""
     try:
         chromium = Chromium()
@@ -431,7 +439,8 @@ def test_the_overflow_check_sees_overflow():
     assert len(found["wide"]) == 3, found["wide"]
     assert "sticks out" in found["wide"][0] and "is clipped by" in found["wide"][1], found["wide"]
     assert "cuts its content off" in found["wide"][2] and "zzz" in found["wide"][2], found["wide"]
-    assert sorted(kind for kind, _ in found["scrolls"]) == ["error", "math", "other"], found["scrolls"]
+    assert sorted(kind for kind, _ in found["scrolls"]) == ["error", "math", "other", "other"], found["scrolls"]
+    assert "www" in found["scrolls"][-1][1], found["scrolls"]  # the <pre> inside a scrolling output area
 
 
 # --- the book's structure: every chapter alike, and the back matter --------------------------
