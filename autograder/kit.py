@@ -23,6 +23,7 @@ import re
 import shutil
 import sys
 from collections import defaultdict
+from collections.abc import Sequence
 from pathlib import Path
 
 from autograder import spec as spec_module
@@ -73,11 +74,15 @@ def exercise_bodies(specs: list[spec_module.Spec] | None = None) -> dict[Path, l
     return found
 
 
-def stubbed_source(path: Path, bodies: list[tuple[spec_module.Spec, Body]]) -> str:
-    """The file's text with each exercise body replaced by its NotImplementedError stub."""
+def stubbed_source(path: Path, bodies: list[tuple[spec_module.Spec, Body]],
+                   sealed: frozenset[str] = frozenset()) -> str:
+    """The file's text with each exercise body replaced by its NotImplementedError stub, or, for
+    the exercises whose ids are in ``sealed``, by the call to the judge that stands in for it
+    (:mod:`autograder.judge.sealed`)."""
+    from autograder.judge.sealed import sealed_line
     lines = path.read_text().split("\n")
     for s, body in sorted(bodies, key=lambda sb: sb[1].start, reverse=True):
-        lines[body.start - 1:body.end] = [body.indent + stub_line(s)]
+        lines[body.start - 1:body.end] = [body.indent + (sealed_line(s) if s.id in sealed else stub_line(s))]
     return "\n".join(lines)
 
 
@@ -175,15 +180,16 @@ from .answers import diagnose, load_answers, status  # noqa: E402
 
 def kit_files(stubbed: list[spec_module.Spec] | None = None,
               specs: list[spec_module.Spec] | None = None, autoload: bool = True,
-              private: bool = False) -> dict[Path, str]:
+              private: bool = False, sealed: Sequence[spec_module.Spec] = ()) -> dict[Path, str]:
     """The kit as {path relative to the kit's parent folder: text}.
 
     ``stubbed``: the exercises whose bodies are replaced by stubs (default: every exercise, the
-    students' kit). The grader's sandbox gets a kit with only the judged exercise stubbed: the
-    answer runs among the reference implementations of every other exercise.
+    students' kit); ``sealed``: those whose bodies become a call to the judge, which runs the
+    reference there (the grader's sandbox: see :func:`autograder.judge.judge._engine`).
     """
     specs = specs if specs is not None else spec_module.load_all()
-    bodies = exercise_bodies(specs if stubbed is None else stubbed)
+    sealed_ids = frozenset(s.id for s in sealed)
+    bodies = exercise_bodies([*(specs if stubbed is None else stubbed), *sealed])
     files: dict[Path, str] = {}
     for path in sorted(SOLUTIONS.rglob("*.py")):
         rel = path.relative_to(SOLUTIONS)
@@ -193,7 +199,8 @@ def kit_files(stubbed: list[spec_module.Spec] | None = None,
         excluded = rel.parts[0] in ENGINE_EXCLUDE or rel.as_posix() in ENGINE_EXCLUDE
         if not top_level and excluded and not (private and rel.parts[0] != "examples"):
             continue
-        text = stubbed_source(path, bodies[path.resolve()]) if path.resolve() in bodies else path.read_text()
+        text = stubbed_source(path, bodies[path.resolve()], sealed_ids) if path.resolve() in bodies \
+            else path.read_text()
         target = Path(PACKAGE) / rel if top_level else Path(PACKAGE) / "engine" / rel
         files[target] = _header(rel.as_posix()) + _rename(text, top_level)
     files[Path(PACKAGE) / "__init__.py"] = _init_source(specs, autoload)
@@ -225,12 +232,13 @@ def build_reference_kit(dest_dir: str | Path) -> Path:
     return kit
 
 
-def kit_modules(stubbed: list[spec_module.Spec], specs: list[spec_module.Spec] | None = None) -> dict[str, list]:
+def kit_modules(stubbed: list[spec_module.Spec], specs: list[spec_module.Spec] | None = None,
+                sealed: Sequence[spec_module.Spec] = ()) -> dict[str, list]:
     """The kit as importable modules {dotted name: [is_package, source, filename]}, for the sandbox's
     in-memory importer (:mod:`autograder.sandbox.runner`). It never loads answers by itself: the
     sandbox has no notebooks, and the judge decides what runs there."""
     modules = {}
-    files = kit_files(stubbed, specs, autoload=False)
+    files = kit_files(stubbed, specs, autoload=False, sealed=sealed)
     for rel, text in files.items():
         parts = rel.with_suffix("").parts
         is_package = parts[-1] == "__init__"

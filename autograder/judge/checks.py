@@ -2,8 +2,9 @@
 
 A check runs in the trusted judge (:mod:`autograder.judge.judge`); the answer it is given is a
 proxy of the student's object, which lives in a sandbox whose engine is the course kit with
-every *other* exercise the reference. ``student_engine()`` is that engine (``S``); the reference
-engine is ``solutions`` (``R``), here. A check builds the student's inputs with ``S``, calls the
+the *other* exercises the reference's (sealed, for those of the same assignment: the judge
+computes them, see :mod:`autograder.judge.sealed`). ``student_engine()`` is that engine
+(``S``); the reference engine is ``solutions`` (``R``), here. A check builds the student's inputs with ``S``, calls the
 answer, pulls plain results back (arrays, numbers) and compares them with what ``R`` computes.
 
 Rules every check follows:

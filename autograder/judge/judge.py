@@ -1,11 +1,13 @@
 """Judge one exercise of one notebook: the check runs here, the answer runs in a sandbox.
 
-For exercise E the sandbox gets (1) the course kit with *only E* stubbed, so every other
-exercise is the reference (isolation: one early bug costs points once), and E's reference is
-nowhere in it; (2) the student's code cells above E's first test cell, in notebook
-order (test cells never run: the judge decides); (3) E's name. The check registered for E is
-then called with a proxy of the student's answer and decides, from plain data only, whether it
-passes. Every way the sandbox can end becomes a verdict with a message, never an exception:
+For exercise E the sandbox gets (1) the course kit in which E is stubbed, the other exercises
+of E's assignment are sealed (the judge runs their reference on plain data: isolation, one
+early bug costs points once, without their code in the sandbox), later assignments are stubbed
+and earlier ones are the reference (see :func:`_engine`); (2) the student's code cells above
+E's first test cell, in notebook order (test cells never run: the judge decides); (3) E's name.
+The check registered for E is then called with a proxy of the student's answer and decides,
+from plain data only, whether it passes. Every way the sandbox can end becomes a verdict with
+a message, never an exception:
 
 ========================================  ==========================================
 what happened                             verdict message
@@ -30,6 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from autograder.course import grade_id_exercise
+from autograder.judge.sealed import Oracle
 from autograder.judge.session import Sandbox, SandboxDied, SandboxFailure, SandboxTimeout, Session, StudentError
 
 _CURRENT: list[Session] = []
@@ -121,21 +124,73 @@ def compiled(modules: dict[str, list]) -> dict[str, list]:
             for name, (is_package, source, filename) in modules.items()}
 
 
+# Checks that drive exercises of a later assignment, which are then sealed rather than stubbed:
+# run_backward is tested on graphs of Tensor ops, whose backward methods are assignment 2's. None
+# of them can stand in for a graph walk.
+DRIVES_LATER = {"a01-run-backward": ("a02",)}
+
+
 @functools.cache
-def _engine(exercise_id: str) -> tuple[dict, dict[str, str]]:
-    """The sandbox's kit for one exercise (only it stubbed) and every exercise name -> its kit module."""
+def _engine(exercise_id: str) -> tuple[dict, dict[str, str], tuple]:
+    """The sandbox's kit for one exercise, every exercise name -> its kit module, and the
+    exercises sealed in it (their reference runs here, see :mod:`autograder.judge.sealed`).
+
+    What the kit holds of each exercise, for an exercise E of assignment A:
+
+    - E: a stub (its reference is nowhere in the sandbox);
+    - the other exercises of A: sealed (isolation: the engine's unbroadcast is the reference's
+      when Mul is judged, yet none of its code is in the sandbox);
+    - exercises of later assignments: stubs, as in the student's own kit (sealed for the few
+      checks of :data:`DRIVES_LATER`);
+    - exercises of earlier assignments: the reference (what a student of A has done already);
+      a verdict's message is scrubbed of their lines (:func:`scrub`).
+    """
     from autograder import kit, spec
     judged = spec.by_id(exercise_id)
-    if judged.whole_engine:  # every exercise stubbed: the student's answers fill the engine
-        specs = spec.load_all()
-        return compiled(kit.kit_modules(specs, specs)), {s.name: kit._rename(s.module, top_level=False) for s in specs}
-    if not judged.in_engine:  # its reference is not in the engine: the kit has nothing to leave out
-        specs = spec.load_all()
-        return compiled(kit.kit_modules([], specs)), {s.name: kit._rename(s.module, top_level=False) for s in specs}
-    specs = [*(s for s in spec.load_all() if s.id != judged.id), judged]
-    modules = compiled(kit.kit_modules([judged], specs))
+    specs = spec.load_all()
     homes = {s.name: kit._rename(s.module, top_level=False) for s in specs}
-    return modules, homes
+    if judged.whole_engine:  # every exercise stubbed: the student's answers fill the engine
+        return compiled(kit.kit_modules(specs, specs)), homes, ()
+    driven = DRIVES_LATER.get(judged.id, ())
+    later = [s for s in specs if s.prefix > judged.prefix and s.prefix not in driven]
+    sealed = tuple(s for s in specs if (s.prefix == judged.prefix or s.prefix in driven) and s.id != judged.id)
+    if judged.in_engine:
+        specs = [*(s for s in specs if s.id != judged.id), judged]
+        homes[judged.name] = kit._rename(judged.module, top_level=False)
+    stubbed = [*later, judged] if judged.in_engine else later
+    return compiled(kit.kit_modules(stubbed, specs, sealed=list(sealed))), homes, sealed
+
+
+@functools.cache
+def _body_lines() -> tuple[tuple[str, str], ...]:
+    """(exercise id, normalised line) of every exercise body's meaningful lines, computed once."""
+    from autograder import kit
+    from autograder.release import signature
+    return tuple((where.split(" ", 1)[0], key) for where, line in kit.body_lines() if (key := signature(line)))
+
+
+@functools.cache
+def _secrets(prefix: str):
+    """The lines of the exercise bodies of the assignments before ``prefix`` (those the sandbox
+    holds), normalised as the release scanner does, in one pattern of whole-token runs."""
+    import re
+    keys = {key for exercise, key in _body_lines() if exercise.split("-", 1)[0] < prefix}
+    if not keys:
+        return None
+    return re.compile("|".join(f" {re.escape(key)} " for key in sorted(keys, key=len, reverse=True)))
+
+
+def scrub(message: str, exercise_id: str) -> str:
+    """``message``, or a notice in its place when it quotes a line of the course's reference code
+    that the sandbox of ``exercise_id`` holds (an answer that raised with it, say)."""
+    from autograder.release import _tokens
+    if not message:
+        return message
+    secrets = _secrets(exercise_id.split("-", 1)[0])
+    if secrets is None or not secrets.search(f" {_tokens(message)} "):
+        return message
+    return ("your code's message is not shown: it quotes the course's own code of another exercise "
+            "(write your own answer; the kit's reference is not yours to print)")
 
 
 class HungCells:
@@ -170,16 +225,17 @@ def judge(exercise_id: str, cells: list[tuple[str, str]], *, sandbox: Sandbox, b
     started = time.monotonic()
     check = find(exercise_id)  # LookupError names an unregistered exercise: a course error
     the_spec = specs.by_id(exercise_id)
-    modules, homes = _engine(exercise_id)
+    modules, homes, sealed_specs = _engine(exercise_id)
     others = [s.name for s in specs.load(exercise_id) if s.id != exercise_id]
 
     def verdict(passed: bool, message: str = "", detail: str = "") -> Verdict:
-        return Verdict(exercise_id, passed, message, time.monotonic() - started, detail)
+        return Verdict(exercise_id, passed, scrub(message, exercise_id), time.monotonic() - started, detail)
 
     if hung is not None and hung.known(cells):
         return verdict(False, hung.known(cells))
     try:
         with Session(sandbox, budget=budget) as session, _judging(session):
+            session.oracle = Oracle(list(sealed_specs))
             ready = session.setup(modules, homes, cells, the_spec.name, others,
                                   (earlier or []) if the_spec.whole_engine else None)
             if not ready.defined:
