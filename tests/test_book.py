@@ -516,6 +516,19 @@ def test_the_bibliography_lists_what_the_chapter_cites(html, name):
     assert not unlisted, f"{name}: cites works that {bibliography}.html does not list: {unlisted}"
 
 
+def test_the_bibliography_labels_its_entries_as_the_text_cites_them(html):
+    # The chapters cite author-year ("Chellapilla et al. (2006)"); an alpha-style label such as
+    # "[CPS06]" on the bibliography page is one the reader finds nowhere in the text.
+    bibliography = next(page for page in PAGES if Path(page).name == "bibliography")
+    labels = [" ".join(label.get_text().split()).strip("[]")
+              for label in soup(html / f"{bibliography}.html").select(".citation .label")]
+    assert len(labels) > 40, f"{bibliography}.html: too few entries found ({len(labels)})"
+    author_year = re.compile(r"^\D+, \d{4}[a-z]?$")  # "Surname, 2006", "A and B, 2006", "A et al., 2006"
+    wrong = [label for label in labels if not author_year.match(label)]
+    assert not wrong, f"{bibliography}.html: labels that are not author-year: {wrong[:10]}"
+    assert len(set(labels)) == len(labels), f"{bibliography}.html: two entries share a label"
+
+
 # Terms a reader looks up; each must be in the general index (genindex.html).
 INDEXED = ["unbroadcast", "im2col", "col2im", "dilation", "transposed convolution", "VJP",
            "vector-Jacobian product", "topological order", "chain rule", "backpropagation", "Jacobian",
