@@ -42,12 +42,14 @@ def die_with_parent() -> None:
 
 def _preload() -> None:
     """What every worker needs, made once in the forkserver: the checks, the reference, and each
-    exercise's compiled sandbox kit (about 25 ms apiece)."""
+    exercise's compiled sandbox kit (about 25 ms apiece), and the reference lines a verdict's
+    message is scrubbed of."""
     with contextlib.suppress(Exception):
         import solutions  # noqa: F401
-        from autograder.judge.judge import _engine
+        from autograder.judge.judge import _engine, _secrets
         for s in _specs.load_all():
             _engine(s.id)
+            _secrets(s.prefix)
 
 
 _preload()
