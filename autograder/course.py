@@ -19,8 +19,10 @@ from traitlets.config.loader import PyFileConfigLoader
 from .nbgrader_glue import api_defaults, fast_gradebook_creation
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_COURSE = REPO_ROOT / "assignments"
-DEFAULT_SOLUTIONS = REPO_ROOT / "solutions"
+# The course is where the instructor works, never where the package was installed: `assignments/`
+# of the current directory (the repository's root in a checkout), or --course.
+DEFAULT_COURSE = Path("assignments")
+DEFAULT_SOLUTIONS = REPO_ROOT / "solutions"  # the reference next to the package, installed or not
 
 # Ids that become directory names: no separators, no leading dot, nothing a shell or glob expands.
 SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")

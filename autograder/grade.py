@@ -499,7 +499,10 @@ def _grade_all(course, assignment, todo, jobs, limits, ledger, outcomes, progres
 
 def _wall_limit(course: Course, assignment: str, limits: Limits) -> float:
     """The backstop for one student: by default long enough for every exercise to use its whole
-    budget (a student whose every answer hangs still gets each exercise judged, and 0 for those)."""
+    budget (a student whose every answer hangs still gets each exercise judged, and 0 for those),
+    twice (an exercise that finds a hung cell is judged again without it), each stretched as far
+    as a sandbox's clock may lag the wall clock on a busy machine (``WALL_STRETCH``)."""
+    from .judge.session import WALL_STRETCH
     notebooks = course.notebooks(assignment)
     if limits.notebook_timeout is not None:
         return limits.notebook_timeout * max(1, len(notebooks))
@@ -509,7 +512,7 @@ def _wall_limit(course: Course, assignment: str, limits: Limits) -> float:
     for name in notebooks:
         for exercise in judged_exercises(nbformat.read(course.source_dir(assignment) / f"{name}.ipynb",
                                                        as_version=4).cells):
-            total += (spec_by_id(exercise).budget or budget) + 5
+            total += 2 * (WALL_STRETCH * (spec_by_id(exercise).budget or budget) + 5)
     return total + 60
 
 

@@ -26,8 +26,13 @@ SOURCE_ROOT = spec_module.REPO_ROOT / "assignments" / "source"
 
 
 def assignments(root: Path = SOURCE_ROOT) -> list[str]:
-    """Source assignments that have a registry of exercises."""
+    """Source assignments that have a registry of exercises.
+
+    Installed from a wheel (`pip install .`) the package has no source tree beside it: the registry
+    modules (``autograder/exercises/a02_broadcasting.py``) are named after the assignment folders."""
     known = set(spec_module.prefixes())
+    if not root.is_dir():
+        return sorted(p.stem for p in spec_module.registry.PACKAGE_EXERCISES.glob("a[0-9][0-9]_*.py"))
     return sorted(p.name for p in root.iterdir()
                   if p.is_dir() and p.name.split("_", 1)[0] in known and any(p.glob("*.ipynb")))
 
