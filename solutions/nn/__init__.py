@@ -1,6 +1,6 @@
 """Neural-network layers on top of the autograd engine, with PyTorch's names and conventions.
 
-Book: chapters 5 and 6 (`book/05_layers.md`, `book/06_training.md`); attention's layers chapter 7.
+Book: chapters 5 and 6 (`book/05_layers.md`, `book/06_training.md`).
 Tests: `tests/test_layers.py`, `tests/test_training.py`, `tests/test_nn_golden.py`.
 
     >>> import numpy as np
