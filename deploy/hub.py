@@ -1,0 +1,183 @@
+#!/usr/bin/env python3
+"""A JupyterHub for one class on one machine, with nbgrader's exchange: install, add users, start.
+
+    sudo python3 deploy/hub.py install              # the environment, the proxy, the configuration
+    sudo python3 deploy/hub.py users roster.csv     # system users (homes 0700), instructors' courses
+    sudo python3 deploy/hub.py start                # the hub on 127.0.0.1:8000 (foreground)
+    sudo python3 deploy/hub.py demo                 # all three for a demo class, passwords printed
+
+Standard library only: it runs before any environment exists. Run as root (it creates system
+users, and the hub must be root to start each user's server as that user).
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import secrets
+import shutil
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+PREFIX = Path(os.environ.get("AUTOGRAD_HUB_PREFIX", "/opt/autograd-hub"))
+ETC = Path(os.environ.get("AUTOGRAD_HUB_ETC", "/etc/autograd-course"))
+STATE = Path(os.environ.get("AUTOGRAD_HUB_STATE", "/var/lib/autograd-hub"))
+EXCHANGE = Path(os.environ.get("AUTOGRAD_EXCHANGE", "/srv/nbgrader/exchange"))
+PROXY = "configurable-http-proxy@5.3.0"
+# A venv made from a Python under /root (mode 0700) cannot run for another user: use the system's.
+SYSTEM_PYTHON = os.environ.get("AUTOGRAD_HUB_PYTHON", "/usr/bin/python3")
+NAME_RULE = "lowercase letters, digits, '-' and '_', starting with a letter, at most 32 characters"
+
+
+class HubError(Exception):
+    """A step that cannot be done, said in a sentence."""
+
+
+def run(*command: str | Path, **kwargs) -> subprocess.CompletedProcess:
+    try:
+        return subprocess.run([str(c) for c in command], check=True, **kwargs)
+    except FileNotFoundError as error:
+        raise HubError(f"{command[0]} is not installed ({error.filename})") from None
+    except subprocess.CalledProcessError as error:
+        raise HubError(f"`{' '.join(map(str, command))}` failed with exit code {error.returncode}") from None
+
+
+def readable_by_all(path: Path) -> None:
+    """chmod -R a+rX: every user's server runs from here."""
+    for root, dirs, files in os.walk(path):
+        for name in [*dirs, *files, ""]:
+            p = Path(root) / name
+            if p.is_symlink():
+                continue
+            mode = p.stat().st_mode
+            extra = stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH
+            if p.is_dir() or mode & stat.S_IXUSR:
+                extra |= stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH
+            p.chmod(mode | extra)
+
+
+def install() -> None:
+    """The single-user environment, the proxy, the configuration and the exchange."""
+    PREFIX.mkdir(parents=True, exist_ok=True)
+    venv = PREFIX / "venv"
+    if not (venv / "bin" / "jupyterhub").exists():
+        run(SYSTEM_PYTHON, "-m", "venv", venv)
+        run(venv / "bin" / "python", "-m", "pip", "install", "-q", "--disable-pip-version-check",
+            "-r", HERE / "requirements-hub.txt")
+    proxy = PREFIX / "node" / "node_modules" / ".bin" / "configurable-http-proxy"
+    if not proxy.exists():
+        (PREFIX / "node").mkdir(exist_ok=True)
+        run("npm", "install", "--silent", "--no-fund", "--no-audit", "--prefix", PREFIX / "node", PROXY)
+    readable_by_all(PREFIX)
+    if ETC.exists():
+        roster = (ETC / "roster.csv").read_bytes() if (ETC / "roster.csv").exists() else None
+        shutil.rmtree(ETC)
+    else:
+        roster = None
+    shutil.copytree(HERE / "hub", ETC)
+    if roster is not None:
+        (ETC / "roster.csv").write_bytes(roster)
+    elif not (ETC / "roster.csv").exists():
+        (ETC / "roster.csv").write_text("username,role\n", encoding="utf-8")
+    readable_by_all(ETC)
+    STATE.mkdir(parents=True, exist_ok=True)
+    STATE.chmod(0o700)
+    # nbgrader's exchange on disk: everyone may create their course and inbound folders; the
+    # sticky bit keeps one user from deleting another's (nbgrader makes inbound 2733 itself).
+    EXCHANGE.mkdir(parents=True, exist_ok=True)
+    EXCHANGE.chmod(0o1777)
+    print(f"installed: {venv}, {proxy.name}, configuration in {ETC}, exchange {EXCHANGE}")
+
+
+def read_roster(path: Path) -> list[tuple[str, str]]:
+    import re
+    rows = []
+    with path.open(newline="", encoding="utf-8") as f:
+        for number, row in enumerate(csv.DictReader(f), start=2):
+            name, role = (row.get("username") or "").strip(), (row.get("role") or "").strip()
+            if not re.fullmatch(r"[a-z][a-z0-9_-]{0,31}", name):
+                raise HubError(f"{path}, line {number}: {name!r} is not a username ({NAME_RULE})")
+            if role not in ("student", "instructor"):
+                raise HubError(f"{path}, line {number}: {name} has role {role!r}; use student or instructor")
+            rows.append((name, role))
+    if not rows:
+        raise HubError(f"{path}: no users (columns: username,role)")
+    return rows
+
+
+def add_users(path: Path, passwords: bool = False) -> dict[str, str]:
+    """System users for the roster's people, homes 0700; each instructor gets ~/course.
+
+    Returns {username: password} for the users given a fresh password (``passwords``)."""
+    rows = read_roster(path)
+    given = {}
+    for name, role in rows:
+        if subprocess.run(["id", "-u", name], capture_output=True).returncode != 0:
+            run("useradd", "--create-home", "--shell", "/bin/bash", name)
+        home = Path(os.path.expanduser(f"~{name}"))
+        home.chmod(0o700)  # Debian's useradd makes 0755: students could read each other's work
+        if passwords:
+            given[name] = secrets.token_urlsafe(12)
+            run("chpasswd", input=f"{name}:{given[name]}\n".encode())
+        if role == "instructor" and not (home / "course").exists():
+            course = home / "course"
+            course.mkdir()
+            shutil.copy2(REPO / "assignments" / "nbgrader_config.py", course / "nbgrader_config.py")
+            shutil.copytree(REPO / "assignments" / "source", course / "source")
+            run("chown", "-R", f"{name}:{name}", course)
+    ETC.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(path, ETC / "roster.csv")
+    (ETC / "roster.csv").chmod(0o644)
+    print(f"users: {', '.join(f'{n} ({r})' for n, r in rows)}")
+    return given
+
+
+def start() -> int:
+    """The hub in the foreground (Ctrl-C stops it and every server it started)."""
+    if not (ETC / "jupyterhub_config.py").exists():
+        raise HubError(f"no configuration in {ETC}: run `deploy/hub.py install` first")
+    env = {**os.environ, "AUTOGRAD_HUB_PREFIX": str(PREFIX), "AUTOGRAD_HUB_STATE": str(STATE),
+           "AUTOGRAD_EXCHANGE": str(EXCHANGE)}
+    return subprocess.call([str(PREFIX / "venv" / "bin" / "jupyterhub"), "-f", str(ETC / "jupyterhub_config.py")],
+                           cwd=STATE, env=env)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="deploy/hub.py", description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("install", help="the single-user environment, the proxy, the configuration, the exchange")
+    users = sub.add_parser("users", help="system users from a roster (username,role), homes 0700")
+    users.add_argument("roster", type=Path)
+    users.add_argument("--passwords", action="store_true", help="give each a fresh password and print it")
+    sub.add_parser("start", help="run the hub in the foreground")
+    demo = sub.add_parser("demo", help="install, the demo roster's users with passwords, start")
+    demo.add_argument("--roster", type=Path, default=HERE / "demo-roster.csv")
+    args = parser.parse_args(argv)
+    try:
+        if os.geteuid() != 0:
+            raise HubError("run as root: it creates system users and starts each user's server as that user")
+        if args.command == "install":
+            install()
+        elif args.command == "users":
+            for name, password in add_users(args.roster, args.passwords).items():
+                print(f"  {name}: {password}")
+        elif args.command == "start":
+            return start()
+        else:
+            install()
+            for name, password in add_users(args.roster, passwords=True).items():
+                print(f"  {name}: {password}")
+            print(f"open http://127.0.0.1:{os.environ.get('AUTOGRAD_HUB_PORT', '8000')}/ and log in")
+            return start()
+    except HubError as error:
+        print(f"deploy/hub.py: {error}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

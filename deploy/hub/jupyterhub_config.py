@@ -1,0 +1,70 @@
+"""JupyterHub for one class on one machine: students as system users, nbgrader's exchange on disk.
+
+Installed by `deploy/hub.py install` into the configuration folder (default /etc/autograd-course)
+beside the two Jupyter configuration folders it hands out: `student/` to everyone, `instructor/`
+to the members of the `instructors` group (through `Spawner.group_overrides`, JupyterHub >= 5).
+The roster (`roster.csv`: username,role) says who may log in and who teaches.
+"""
+import csv
+import os
+from pathlib import Path
+
+c = get_config()  # noqa: F821 (injected by traitlets when the file is loaded)
+
+HERE = Path(__file__).resolve().parent
+PREFIX = Path(os.environ.get("AUTOGRAD_HUB_PREFIX", "/opt/autograd-hub"))
+STATE = Path(os.environ.get("AUTOGRAD_HUB_STATE", "/var/lib/autograd-hub"))
+
+
+def roster(path: Path = HERE / "roster.csv") -> dict[str, set[str]]:
+    """{role: usernames} from the roster; a role other than student or instructor is refused."""
+    roles: dict[str, set[str]] = {"student": set(), "instructor": set()}
+    with path.open(newline="", encoding="utf-8") as f:
+        for row in csv.DictReader(f):
+            role = (row.get("role") or "").strip()
+            if role not in roles:
+                raise ValueError(f"{path}: user {row.get('username')!r} has role {role!r}; use student or instructor")
+            roles[role].add(row["username"].strip())
+    return roles
+
+
+ROLES = roster()
+
+# Loopback by default: put a TLS-terminating reverse proxy in front for a real class
+# (AUTOGRAD_HUB_IP=0.0.0.0 only behind one).
+c.JupyterHub.ip = os.environ.get("AUTOGRAD_HUB_IP", "127.0.0.1")
+c.JupyterHub.port = PORT = int(os.environ.get("AUTOGRAD_HUB_PORT", "8000"))
+c.JupyterHub.hub_ip = "127.0.0.1"
+c.JupyterHub.hub_port = PORT + 81  # 8081 beside 8000, as JupyterHub's defaults: two hubs on one machine
+c.ConfigurableHTTPProxy.api_url = f"http://127.0.0.1:{PORT + 1}"
+c.JupyterHub.db_url = f"sqlite:///{STATE / 'jupyterhub.sqlite'}"
+c.JupyterHub.cookie_secret_file = str(STATE / "jupyterhub_cookie_secret")
+c.JupyterHub.pid_file = str(STATE / "jupyterhub.pid")
+c.ConfigurableHTTPProxy.command = [str(PREFIX / "node" / "node_modules" / ".bin" / "configurable-http-proxy")]
+c.ConfigurableHTTPProxy.pid_file = str(STATE / "jupyterhub-proxy.pid")
+
+# Students and instructors are system users of this machine (PAM checks their passwords; a
+# university would put its single sign-on here instead: an OAuthenticator or LTI authenticator).
+c.JupyterHub.authenticator_class = "pam"
+c.Authenticator.allowed_users = ROLES["student"] | ROLES["instructor"]
+c.Authenticator.admin_users = set()  # nobody needs the hub's admin page to teach
+c.JupyterHub.load_groups = {"instructors": {"users": sorted(ROLES["instructor"])}}
+
+# Every server runs as its own user (LocalProcessSpawner: setuid to the system user), in their
+# home (mode 0700: `deploy/hub.py users` makes it so), from one environment every user can read.
+c.JupyterHub.spawner_class = "localprocess"
+c.Spawner.cmd = [str(PREFIX / "venv" / "bin" / "jupyterhub-singleuser")]
+c.Spawner.default_url = "/lab"
+c.Spawner.notebook_dir = "~"
+c.Spawner.start_timeout = 120
+c.Spawner.http_timeout = 120
+# The students' Jupyter configuration: the exchange, no formgrader, no create-assignment toolbar.
+EXCHANGE = os.environ.get("AUTOGRAD_EXCHANGE", "/srv/nbgrader/exchange")
+c.Spawner.environment = {"JUPYTER_CONFIG_PATH": str(HERE / "student"), "AUTOGRAD_EXCHANGE": EXCHANGE}
+# Instructors get the formgrader (manual grading of the written answers) and their course folder.
+c.Spawner.group_overrides = {
+    "01-instructors": {
+        "groups": ["instructors"],
+        "spawner_override": {"environment": {"JUPYTER_CONFIG_PATH": str(HERE / "instructor")}},  # merged into the above
+    },
+}

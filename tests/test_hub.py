@@ -1,0 +1,254 @@
+"""The class's hub, as its people use it: deploy/hub.py installs and starts a JupyterHub, students
+and an instructor log in over HTTP, fetch and submit through the Assignments tab's API, and the
+instructor collects and grades from the exchange.
+
+Runs on loopback only, as root (the hub starts each user's server as that user). The users it
+creates have names of their own and are removed at the end; the hub and every server it started
+are stopped by their process ids. The single-user environment (/opt/autograd-hub) is built once
+per machine by `deploy/hub.py install` and reused.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import os
+import re
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+import requests
+
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("hub")]
+
+REPO = Path(__file__).resolve().parents[1]
+HUB = REPO / "deploy" / "hub.py"
+COURSE = "autograd-course"
+ASSIGNMENT = "a01_graphs"
+SOLUTION = re.compile(r"[ \t]*### BEGIN SOLUTION\n(.*?)[ \t]*### END SOLUTION\n?", re.S)
+
+
+def autograder(*args: str) -> subprocess.CompletedProcess:
+    """The instructor's command, as they type it on the hub's machine (as root: it sandboxes)."""
+    return subprocess.run([sys.executable, "-m", "autograder", *args], capture_output=True, text=True, cwd=REPO,
+                          timeout=1800)
+
+
+def free_port() -> int:
+    """A port whose neighbours (+1 the proxy's API, +81 the hub's) are free too."""
+    for _ in range(50):
+        port = 20000 + secrets.randbelow(20000)
+        taken = False
+        for p in (port, port + 1, port + 81):
+            with socket.socket() as s:
+                taken = taken or s.connect_ex(("127.0.0.1", p)) == 0
+        if not taken:
+            return port
+    raise RuntimeError("no free port on 127.0.0.1")
+
+
+class Hub:
+    def __init__(self, root: Path):
+        self.port = free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        tag = secrets.token_hex(2)
+        self.instructor = f"hubt{tag}i"
+        self.students = [f"hubt{tag}{who}" for who in ("a", "b", "c")]
+        self.env = {**os.environ, "AUTOGRAD_HUB_ETC": str(root / "etc"), "AUTOGRAD_HUB_STATE": str(root / "state"),
+                    "AUTOGRAD_EXCHANGE": str(root / "exchange"), "AUTOGRAD_HUB_PORT": str(self.port)}
+        self.exchange = root / "exchange"
+        self.roster = root / "roster.csv"
+        self.roster.write_text("username,role\n" + f"{self.instructor},instructor\n"
+                               + "".join(f"{s},student\n" for s in self.students))
+        self.passwords: dict[str, str] = {}
+        self.process: subprocess.Popen | None = None
+        self.log = root / "hub.log"
+
+    def command(self, *args: str, **kwargs) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, str(HUB), *args], env=self.env, capture_output=True, text=True,
+                              **kwargs)
+
+    def start(self) -> float:
+        started = time.monotonic()
+        self.process = subprocess.Popen([sys.executable, str(HUB), "start"], env=self.env, start_new_session=True,
+                                        stdout=self.log.open("w"), stderr=subprocess.STDOUT)
+        for _ in range(600):
+            try:
+                if requests.get(f"{self.base}/hub/api/", timeout=2).status_code == 200:
+                    return time.monotonic() - started
+            except requests.ConnectionError:
+                pass
+            assert self.process.poll() is None, f"the hub exited: {self.log.read_text()[-2000:]}"
+            time.sleep(0.2)
+        raise AssertionError(f"the hub did not answer in 120 s: {self.log.read_text()[-2000:]}")
+
+    def stop(self) -> None:
+        if self.process is None:
+            return
+        hub = psutil.Process(self.process.pid)
+        tree = [hub, *hub.children(recursive=True)]
+        os.killpg(self.process.pid, signal.SIGTERM)  # the hub stops the servers it started
+        try:
+            self.process.wait(30)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.process.pid, signal.SIGKILL)
+        for p in tree:
+            if p.is_running():
+                p.kill()
+
+
+class Browser:
+    """One person's session with the hub, as their browser has it (cookies, the _xsrf token)."""
+
+    def __init__(self, hub: Hub, user: str):
+        self.hub, self.user, self.s = hub, user, requests.Session()
+        self.s.get(f"{hub.base}/hub/login", timeout=30)
+        r = self.s.post(f"{hub.base}/hub/login", timeout=60, allow_redirects=False,
+                        data={"username": user, "password": hub.passwords[user], "_xsrf": self.xsrf})
+        assert r.status_code == 302, f"{user} could not log in: {r.status_code} {r.text[:300]}"
+
+    @property
+    def xsrf(self) -> str:
+        return self.cookie("/hub/")
+
+    def cookie(self, path: str) -> str:
+        """The _xsrf token the page at ``path`` holds (the hub and each server set their own)."""
+        return next((c.value for c in self.s.cookies if c.name == "_xsrf" and c.path.rstrip("/") == path.rstrip("/")),
+                    "")
+
+    def headers(self, path: str = "/hub/") -> dict:
+        return {"X-XSRFToken": self.cookie(path), "Referer": f"{self.hub.base}{path}"}
+
+    def spawn(self) -> float:
+        started = time.monotonic()
+        r = self.s.post(f"{self.hub.base}/hub/api/users/{self.user}/server", headers=self.headers(), timeout=60)
+        assert r.status_code in (201, 202), r.text
+        for _ in range(1200):
+            server = self.s.get(f"{self.hub.base}/hub/api/users/{self.user}", headers=self.headers(),
+                                timeout=30).json()["servers"].get("", {})
+            if server.get("ready"):
+                # the first visit logs the browser in to its server (the hub's OAuth round trip)
+                opened = self.s.get(f"{self.hub.base}/user/{self.user}/lab", timeout=120)
+                assert opened.status_code == 200, opened.text[:300]
+                return time.monotonic() - started
+            time.sleep(0.1)
+        raise AssertionError(f"{self.user}'s server did not start: {self.hub.log.read_text()[-2000:]}")
+
+    def server(self, path: str, method: str = "GET", owner: str | None = None, **kwargs) -> requests.Response:
+        prefix = f"/user/{owner or self.user}/"
+        kwargs.setdefault("allow_redirects", False)
+        return self.s.request(method, f"{self.hub.base}{prefix}{path}", headers=self.headers(prefix), timeout=120,
+                              **kwargs)
+
+    def assignments(self, action: str = "", **params) -> dict:
+        path = f"assignments/{action}" if action else "assignments"
+        r = self.server(path, "POST" if action else "GET", params={"course_id": COURSE, **params})
+        assert r.status_code == 200, f"{path}: {r.status_code} {r.text[:300]}"
+        reply = r.json()
+        assert reply["success"], f"{self.user}: {path} failed: {reply.get('value')}"
+        return reply
+
+
+def answered(released: dict, source: dict) -> dict:
+    """The fetched notebook with every answer cell holding the model answer, as a student types it."""
+    answers = {c["metadata"]["nbgrader"]["grade_id"]: "".join(c["source"]) for c in source["cells"]
+               if c.get("metadata", {}).get("nbgrader", {}).get("solution")}
+    for cell in released["cells"]:
+        grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+        if grade_id in answers and cell["cell_type"] == "code":
+            cell["source"] = SOLUTION.sub(lambda m: m.group(1), answers[grade_id])
+    return released
+
+
+@pytest.fixture(scope="module")
+def hub():
+    if os.geteuid() != 0:
+        pytest.skip("the hub starts each user's server as that user: needs root (CI runs as root)")
+    root = Path(tempfile.mkdtemp(prefix="autograd-hub-test-"))
+    root.chmod(0o755)  # every user's server reads the configuration under it
+    hub = Hub(root)
+    done = hub.command("install", timeout=1800)
+    assert done.returncode == 0, done.stderr[-3000:]
+    done = hub.command("users", str(hub.roster), "--passwords", timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    hub.passwords = dict(line.strip().split(": ") for line in done.stdout.splitlines() if line.startswith("  "))
+    try:
+        hub.start_time = hub.start()
+        yield hub
+    finally:
+        hub.stop()
+        for user in [hub.instructor, *hub.students]:
+            subprocess.run(["pkill", "-KILL", "-u", user], capture_output=True)  # userdel refuses a user with processes
+            for _ in range(50):
+                if subprocess.run(["userdel", "--remove", user], capture_output=True).returncode in (0, 6):
+                    break  # removed (6: no such user)
+                time.sleep(0.2)
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def test_students_and_the_instructor_use_the_hub(hub, capsys):
+    people = {user: Browser(hub, user) for user in [hub.instructor, *hub.students]}
+    spawn = {user: b.spawn() for user, b in people.items()}
+    alice, bob, carol = (people[s] for s in hub.students)
+    instructor = people[hub.instructor]
+
+    # Homes are private; the formgrader is the instructor's alone; a student's session opens no
+    # other server.
+    for user in hub.students:
+        assert Path(os.path.expanduser(f"~{user}")).stat().st_mode & 0o077 == 0
+    assert alice.server("formgrader").status_code == 404
+    assert instructor.server("formgrader", allow_redirects=True).status_code == 200
+    for other in (bob.user, hub.instructor):
+        assert alice.server("api/contents", owner=other, allow_redirects=True).status_code == 403
+
+    # The instructor releases into the exchange (as the grading machine's root, with the tool).
+    course = Path(os.path.expanduser(f"~{hub.instructor}")) / "course"
+    released = autograder("--course", str(course), "release", ASSIGNMENT, "--exchange", str(hub.exchange))
+    assert released.returncode == 0, released.stderr
+
+    # Each student sees it in the Assignments tab, fetches it into their home and submits: alice
+    # with every answer written, bob untouched, carol nothing at all.
+    for b in (alice, bob):
+        listed = b.assignments()["value"]
+        assert [a["assignment_id"] for a in listed if a["status"] == "released"] == [ASSIGNMENT]
+        b.assignments("fetch", assignment_id=ASSIGNMENT)
+    path = f"api/contents/{ASSIGNMENT}/{ASSIGNMENT}.ipynb"
+    fetched = alice.server(path).json()["content"]
+    source = json.loads((REPO / "assignments" / "source" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").read_text())
+    put = alice.server(path, "PUT", json={"type": "notebook", "content": answered(fetched, source)})
+    assert put.status_code == 200, put.text[:300]
+    for b in (alice, bob):
+        b.assignments("submit", assignment_id=ASSIGNMENT)
+
+    # A student lists no other submission: the exchange's inbound is write-only for them.
+    inbound = hub.exchange / COURSE / "inbound"
+    peek = subprocess.run(["runuser", "-u", carol.user, "--", "ls", str(inbound)], capture_output=True, text=True)
+    assert peek.returncode != 0 and "Permission denied" in peek.stderr
+    assert len(list(inbound.iterdir())) == 2
+
+    collected = autograder("--course", str(course), "collect", ASSIGNMENT, "--exchange", str(hub.exchange))
+    assert collected.returncode == 0, collected.stderr
+    graded = autograder("--course", str(course), "grade", ASSIGNMENT, "--jobs", "2")
+    assert graded.returncode == 0, graded.stdout + graded.stderr
+    reported = autograder("--course", str(course), "report", ASSIGNMENT)
+    assert reported.returncode == 0, reported.stderr
+    with (course / "reports" / ASSIGNMENT / "grades.csv").open() as f:
+        rows = {row["student"]: row for row in csv.DictReader(f)}
+    assert set(rows) == {alice.user, bob.user}, rows.keys()
+    exercises = [k for k in rows[alice.user] if k.startswith("exercise:")]
+    assert exercises and all(float(rows[alice.user][k]) > 0 for k in exercises), rows[alice.user]
+    assert float(rows[bob.user]["score"]) == 0
+
+    memory = {u: sum(p.memory_info().rss for p in psutil.process_iter() if p.username() == u) for u in people}
+    with capsys.disabled():
+        print(f"\nhub: started in {hub.start_time:.1f} s; spawns {', '.join(f'{s:.1f}' for s in spawn.values())} s; "
+              f"memory per idle student server {min(memory[s] for s in hub.students) / 2**20:.0f}–"
+              f"{max(memory[s] for s in hub.students) / 2**20:.0f} MiB")
