@@ -13,6 +13,11 @@ Sequences are split into training and held-out ones by a fixed hash of their dig
 held-out sequence is ever trained on. Sorting needs attention: the k-th output digit depends on
 how many input digits are smaller than each candidate, a count over the whole prompt.
 
+The default recipe (one pre-norm block, E = 48, 4 heads, 30 203 parameters; AdamW at 3e-3 with
+a 50-step warm-up and a cosine decay; 300 batches of 64) measured, on the 2-core machine with a
+load average of 12 to 25 from other work: 99.4 %, 99.8 % and 99.5 % of 1000 held-out sequences
+exactly right for seeds 0, 1, 2, training in 53, 41 and 50 s wall time (8 to 8.5 s of CPU time).
+
 Book: chapter 6 (`book/06_training.md`) for the training loop's pieces used here.
 Tests: `tests/test_attention.py` (a reduced run that must learn well beyond chance). Layers:
 `solutions/nn/attention.py`. The attention chapter (issue 24) is still to be written.

@@ -399,6 +399,25 @@ def test_sorting_data_splits_are_disjoint_and_sorted():
     assert 0.08 < sequence.held_out(rng.integers(0, 10, (4000, 6))).mean() < 0.17  # about one in eight
 
 
+def test_sorting_model_shapes_and_attention_maps():
+    from solutions import sequence
+
+    settings = sequence.Settings(length=3, embed_dim=8, num_heads=2, layers=2)
+    model = sequence.SortingTransformer(settings)
+    lines = sequence.make_batch(np.random.default_rng(0), 4, 3, "train")
+    assert model(lines[:, :-1]).shape == (4, 6, sequence.VOCAB)
+    assert model.attention_maps() == [None, None]
+    model(lines[:, :-1], need_weights=True)
+    for w in model.attention_maps():
+        assert w.shape == (4, 2, 6, 6)
+        assert_close(w.sum(axis=-1), np.ones((4, 2, 6)), rtol=1e-5)
+        assert np.all(np.triu(w, 1) == 0), "a causal map has nothing above the diagonal"
+    assert sequence.generate(model, lines[:, :4], 3).shape == (4, 3)
+    loss = sequence.sequence_loss(model, lines, 3)
+    loss.backward()
+    assert all(p.grad is not None for p in model.parameters())
+
+
 @pytest.mark.slow
 def test_a_reduced_sorting_transformer_learns_well_beyond_chance():
     from solutions import sequence
