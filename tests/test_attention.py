@@ -172,6 +172,19 @@ def test_embedding_gradient_adds_up_repeated_tokens(seed, V, E, ids_shape):
     gradgradcheck(lambda w: ops.embedding(ids, w) ** 2, w)
 
 
+def test_fast_embedding_gradient_for_a_large_vocabulary():
+    # Past _fast.ONE_HOT_MAX_ROWS the fast kernel scatter-adds instead of building a one-hot matrix.
+    from solutions.ops import _fast
+
+    V = _fast.ONE_HOT_MAX_ROWS + 5
+    ids = np.array([[V - 1, 3, V - 1], [3, 3, 0]])
+    w = Tensor(np.zeros((V, 2)), requires_grad=True)
+    ops.embedding(ids, w).backward(np.ones((2, 3, 2)))
+    expected = np.zeros((V, 2))
+    expected[V - 1], expected[3], expected[0] = 2, 3, 1
+    assert_close(w.grad, expected)
+
+
 def test_embedding_padding_idx_gets_no_gradient_and_the_layer_zeroes_it():
     layer = nn.Embedding(5, 3, padding_idx=2, dtype=np.float64, rng=0)
     assert np.all(layer.weight.data[2] == 0)
@@ -351,6 +364,21 @@ def test_multihead_attention_errors_and_fully_masked_rows():
         assert_close(out.data[:, 1], np.broadcast_to(mha.out_proj.bias.data, (2, 4)))  # zero heads -> the bias
         if need_weights:
             assert np.all(w.data[:, 1] == 0)
+
+
+def test_multihead_attention_per_head_masks_and_float_masks():
+    mha = nn.MultiheadAttention(4, 2, batch_first=True, dtype=np.float64, rng=2)
+    x = Tensor(np.random.default_rng(2).standard_normal((2, 3, 4)))
+    hidden = ~np.tril(np.ones((3, 3), dtype=bool))  # this layer's convention: True = not allowed
+    shared, _ = mha(x, x, x, attn_mask=hidden)
+    per_head, _ = mha(x, x, x, attn_mask=np.broadcast_to(hidden, (2 * 2, 3, 3)))
+    additive, _ = mha(x, x, x, attn_mask=np.where(hidden, -np.inf, 0.0))
+    causal, _ = mha(x, x, x, is_causal=True)
+    for other in (per_head, additive, causal):
+        assert_close(other, shared.data)
+    padded, _ = mha(x, x, x, key_padding_mask=np.array([[False, False, True], [False, False, False]]))
+    short, _ = mha(x[:1, :2], x[:1, :2], x[:1, :2])
+    assert_close(padded.data[0, :2], short.data[0], msg="a padded key changes nothing")
 
 
 def test_multihead_attention_unbatched_equals_batched():
