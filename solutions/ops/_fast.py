@@ -690,7 +690,7 @@ class FusedAttention(Function):
             return attention_backward(grad, q, k, v, attention_weights(q, k, self.mask, self.scale), self.scale,
                                       needs)
         p, g = self.p, grad.data
-        out: list[Tensor | None] = [None, None, None]
+        out = [None, None, None]  # dQ, dK, dV: None where not wanted
         if needs[2]:
             out[2] = unbroadcast(_new_tensor(np.swapaxes(p, -1, -2) @ g), v.shape)
         if needs[0] or needs[1]:
