@@ -119,13 +119,18 @@ def cmd_grade(course: Course, args) -> int:
 
 
 def cmd_feedback(course: Course, args) -> int:
+    from .collect import printable
     from .feedback import feedback
 
-    files = feedback(course, course.require_assignment(args.assignment))
-    for path in files:
+    report = feedback(course, course.require_assignment(args.assignment))
+    for path in report.pages:
         print(path)
-    print(f"{len(files)} feedback file(s) for {args.assignment} (hidden tests removed, math offline)")
-    return 0
+    print(f"{len(report.pages)} feedback file(s) for {args.assignment} (hidden tests removed, student HTML "
+          "sanitized, math offline)")
+    if report.failed:
+        print(f"no feedback for {len(report.failed)} student(s):")
+        print(format_table(["student", "reason"], [(s, printable(r)) for s, r in report.failed]))
+    return 1 if report.failed else 0
 
 
 def cmd_report(course: Course, args) -> int:
