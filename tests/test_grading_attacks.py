@@ -448,3 +448,40 @@ def test_a_hung_cell_is_skipped_for_the_exercises_below_it_and_waited_on_once(tm
         notes = [o["evalue"] for c in out.cells if c.cell_type == "code" for o in c.outputs
                  if o["ename"] != "Incorrect"]
         assert len(notes) == (0 if failing else 1) and all("interrupted and skipped" in n for n in notes), notes
+
+
+def test_a_cpu_hog_graded_beside_an_honest_student_costs_them_nothing(tmp_path, capsys):
+    """With --jobs 2, a submission whose every answer forks as many busy processes as it may and
+    spins must not make the honest a01 graded beside it time out: each sandbox's budget runs on
+    its own clock (the CPU time of its process tree, or the wall time it was not kept off the CPU)."""
+    assignment = "a01_graphs"
+    root = tmp_path / "course"
+    root.mkdir()
+    shutil.copy(REPO / "assignments" / "nbgrader_config.py", root)
+    shutil.copytree(REPO / "assignments" / "source" / assignment, root / "source" / assignment)
+    course = Course.open(root)
+    assert autograder(course, "release", assignment) == 0
+    ref = json.loads((root / "source" / assignment / f"{assignment}.ipynb").read_text())
+    hog_cell = ("import os\nfor _ in range(200):\n    try:\n        if os.fork() == 0:\n            while True:\n"
+                "                pass\n    except OSError:\n        break\nwhile True:\n    pass\n")
+    hog = copy.deepcopy(ref)
+    for cell in hog["cells"]:
+        if cell["cell_type"] == "code" and nbgrader(cell).get("solution"):
+            cell["source"] = hog_cell
+    full = sum(float(nbgrader(c).get("points", 0)) for c in ref["cells"]
+               if nbgrader(c).get("grade") and not nbgrader(c).get("solution"))
+    for student, nb in (("hog", hog), ("honest", ref)):
+        folder = course.submitted_dir(student, assignment)
+        folder.mkdir(parents=True)
+        (folder / f"{assignment}.ipynb").write_text(json.dumps(nb))
+        (folder / "timestamp.txt").write_text("2026-11-20 10:00:00.000000 UTC")
+
+    status = autograder(course, "grade", assignment, "--jobs", "2", "--cell-timeout", "30")
+    rows = table(capsys.readouterr().out)
+    assert status == 0 and rows["honest"][1] == rows["hog"][1] == "graded", rows
+    with course.gradebook() as gb:
+        scores = {s.student.id: sum(g.auto_score or 0 for nb in s.notebooks for g in nb.grades
+                                    if not g.name.endswith("-written"))
+                  for s in gb.find_assignment(assignment).submissions}
+    assert scores == {"honest": full, "hog": 0}
+    assert _orphaned_sandbox_processes() == []

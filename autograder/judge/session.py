@@ -68,7 +68,7 @@ class SandboxProtocolError(SandboxFailure):
 
 # On a busy machine a sandbox's clock runs slower than the wall clock; it may take at most this
 # many budgets of wall time (a backstop: a sandbox starved that long is cut anyway).
-WALL_STRETCH = 5
+WALL_STRETCH = 10
 CPUS = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
