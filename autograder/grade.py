@@ -23,9 +23,11 @@ How it works, and why:
   overwriting the same rows (nbgrader's update_or_create): nothing lost, nothing duplicated.
   Ctrl-C is gentler: it stops the run between two students, never inside a gradebook write.
   A re-collected (changed) submission no longer matches its marker and is graded again.
-* **Limits.** Per exercise: a wall-clock budget for its sandbox (``cell_timeout``, default the
-  course's ``Execute.timeout``), and the sandbox's memory cap (``memory_mb``). Per notebook: a
-  wall clock here as a backstop; on expiry the worker and every process it started are killed.
+* **Limits.** Per exercise: a time budget for its sandbox (``cell_timeout``, default the
+  course's ``Execute.timeout``), counted on the sandbox's own clock so that another student's
+  load cannot use it up (:meth:`autograder.judge.session.Session.clock`), and the sandbox's
+  memory cap (``memory_mb``). Per notebook: a wall clock here as a backstop; on expiry the
+  worker and every process it started are killed.
 * **Workers** are forked from a forkserver that imported the judge once, each in a session of
   its own, and die with the grader (PR_SET_PDEATHSIG).
 """
@@ -66,7 +68,7 @@ RUN_PREFIX = "autograder-grade-"
 
 @dataclass(frozen=True)
 class Limits:
-    cell_timeout: int | None = None   # wall seconds per exercise's sandbox; None: the course's Execute.timeout
+    cell_timeout: int | None = None   # seconds per exercise's sandbox (its own clock); None: Execute.timeout
     notebook_timeout: float | None = None  # wall seconds per notebook (a backstop); None: every exercise's
                                            # budget in full, plus a minute
     memory_mb: int | None = 4096      # address space of each sandbox, None: the sandbox default
