@@ -165,6 +165,9 @@ class MultiheadAttention(Module):
     over heads, (N, H, L, S) with `average_attn_weights=False`, None with `need_weights=False`.
     Masks in PyTorch's convention *for this layer*: a bool `attn_mask` or `key_padding_mask` is
     True where attention is NOT allowed (the opposite of `scaled_dot_product_attention`).
+    `is_causal=True` alone builds the causal mask (PyTorch requires the mask as well). A query
+    whose every key is masked gets zero weights and the output projection's bias, with or
+    without `need_weights` (PyTorch 2.13 gives that without weights but nan with them).
     """
 
     def __init__(self, embed_dim: int, num_heads: int, dropout: float = 0.0, bias: bool = True,
