@@ -180,7 +180,7 @@ def test_the_training_command_runs_in_the_capstones_folder(home, tmp_path):
                             text=True, timeout=900)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
     assert "Warning" not in result.stderr, result.stderr
-    accuracy = float(re.search(r"CNN \(.*\): test accuracy ([\d.]+) %", result.stdout).group(1))
+    accuracy = float(re.search(r"CNN \(.*\): test accuracy ([\d.]+)%", result.stdout).group(1))
     assert accuracy > 50, result.stdout
     assert (tmp_path / "curves.png").is_file()
 
