@@ -95,7 +95,8 @@ _CLEANER = nh3.Cleaner(tags=TAGS, clean_content_tags=DROP_WITH_CONTENT, attribut
 
 def sanitize_html(html: str) -> str:
     """A student's HTML with nothing that runs, loads or leaves the page (see the module docstring)."""
-    return CONTROL.sub("", _CLEANER.clean(html))  # after: character references (&#27;) come out as the characters
+    # Control characters are removed after cleaning: a reference such as &#27; comes out as one.
+    return CONTROL.sub("", _CLEANER.clean(html))
 
 
 # -- how much math a page typesets -------------------------------------------------------------------
