@@ -120,14 +120,13 @@ def simulate(train_step: Callable, seed: int, epochs: int, images: int) -> float
     optimizer = optim.Adam(model.parameters(), lr=C.LR)
     x_all, y_all = split["train"]
     total = epochs * -(-len(y_all) // C.BATCH)
-    rng.choice(np.arange(1, total - 1), C.REPLAYED, replace=False)  # the replayed steps' draw
     step = 0
     model.train()
     for _ in range(epochs):
         order = rng.permutation(len(y_all))
         for start in range(0, len(y_all), C.BATCH):
             pick = order[start:start + C.BATCH]
-            x = R.random_shift(x_all[pick], rng)
+            x = R.random_shift(x_all[pick], rng) if C.AUGMENT else x_all[pick]
             optimizer.param_groups[0]["lr"] = R.cosine_lr(C.LR, step, total)
             train_step(model, Tensor(x), Tensor(y_all[pick]), optimizer, R.F.cross_entropy)
             step += 1
@@ -231,7 +230,7 @@ def main() -> None:
             ratio = min(results["after"]["cpu"]) / min(results["before"]["cpu"])
             print(f"  after / before: {ratio:.2f} of the CPU time")
     if not args.no_margin:
-        margin(list(range(args.seeds)), [(1, 1437), (2, 700), (2, 1000), (3, 1437), (15, 1437)])
+        margin(list(range(args.seeds)), [(1, 700), (1, 1000), (2, 1437), (3, 1437)])
 
 
 if __name__ == "__main__":

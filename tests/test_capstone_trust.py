@@ -133,7 +133,7 @@ def test_weights_made_elsewhere_earn_nothing(how, pretrained):
             loss.backward()
             optimizer.step()
             calls[0] += 1
-            if calls[0] == 80:
+            if calls[0] == 30:
         """) + textwrap.indent(textwrap.dedent(swap), " " * 8) + "    return loss, logits\n"
     verdict = judged(answer)
     assert not verdict.passed, f"{how}: weights made elsewhere pass"

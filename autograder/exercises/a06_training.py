@@ -40,13 +40,14 @@ from solutions.training import blas_threads
 
 # The budget: the fewest epochs and images that still separate a working engine from a broken
 # one with a wide margin (benchmarks/bench_capstone.py measures it).
-TARGET = 0.95           # held-out accuracy the student's engine must reach
-EPOCHS = 2
+TARGET = 0.90           # held-out accuracy the student's engine must reach (the model answers: 96-98 %)
+EPOCHS = 1
+AUGMENT = False         # random one-pixel shifts: they pay off over 15 epochs, not over one
 TRAIN_IMAGES = 1437     # the rest of the 1797 digits are held out (360, the standard split's size)
 BATCH = 32
-LR = 3e-3               # Adam, with a cosine decay to 0 over the run (chapter 6's recipe)
+LR = 3e-3               # Adam, with a cosine decay to 0 over the run (chapter 6's recipe, no label smoothing)
 PROBES = 64             # training images the trained model is probed with in eval mode
-TRAIN_SECONDS = 120.0   # the training loop: 2-4 s with the model answers, 2 cores, load 4
+TRAIN_SECONDS = 120.0   # the training loop and its replay: 2-4 s with the model answers (2 cores, loaded)
 SMALL_STEP_SECONDS = 30.0
 
 # Where each parameter of the CNN lives, for messages (keys of the Sequential's state_dict).
@@ -346,7 +347,7 @@ def train_and_verify(train_step, rng: np.random.Generator, split) -> dict[str, n
         order = rng.permutation(len(labels))
         for start in range(0, len(labels), BATCH):
             pick = order[start:start + BATCH]
-            x, y = R.random_shift(images[pick], rng), labels[pick]
+            x, y = (R.random_shift(images[pick], rng) if AUGMENT else images[pick]), labels[pick]
             lr = R.cosine_lr(LR, step, total)
             group["lr"] = lr
             result = run("train_step", train_step, model, Tensor(x), Tensor(y), optimizer, loss_fn)
@@ -405,7 +406,7 @@ def check_train_step(train_step, rng):
         except GradingFailure as failure:
             raise GradingFailure(str(failure).rstrip(".") + "." + _diagnosis()) from None
     with time_limit(TRAIN_SECONDS, f"training the CNN on your engine took more than {TRAIN_SECONDS:g} s "
-                                   "(the reference answers take 2 to 4 s): is one of your ops very slow?"):
+                                   "(the reference answers take a few seconds): is one of your ops very slow?"):
         try:
             # One BLAS thread for the reference's steps, as in the sandbox: these products are small,
             # and a second thread waiting on a busy machine costs far more than it gains.
