@@ -14,6 +14,7 @@ import copy
 import hashlib
 import json
 import os
+import re
 import shutil
 import socket
 import sys
@@ -462,12 +463,15 @@ def test_a_cpu_hog_graded_beside_an_honest_student_costs_them_nothing(tmp_path, 
     course = Course.open(root)
     assert autograder(course, "release", assignment) == 0
     ref = json.loads((root / "source" / assignment / f"{assignment}.ipynb").read_text())
-    hog_cell = ("import os\nfor _ in range(200):\n    try:\n        if os.fork() == 0:\n            while True:\n"
-                "                pass\n    except OSError:\n        break\nwhile True:\n    pass\n")
+    # every answer, when the check calls it, forks as many busy processes as it may and spins
+    hog_body = ("    import os\n    for _ in range(200):\n        try:\n            if os.fork() == 0:\n"
+                "                while True:\n                    pass\n        except OSError:\n            break\n"
+                "    while True:\n        pass\n")
     hog = copy.deepcopy(ref)
     for cell in hog["cells"]:
         if cell["cell_type"] == "code" and nbgrader(cell).get("solution"):
-            cell["source"] = hog_cell
+            name = re.search(r"^(?:def|class) (\w+)", "".join(cell["source"]), re.M).group(1)
+            cell["source"] = f"def {name}(*args, **kwargs):\n{hog_body}"
     full = sum(float(nbgrader(c).get("points", 0)) for c in ref["cells"]
                if nbgrader(c).get("grade") and not nbgrader(c).get("solution"))
     for student, nb in (("hog", hog), ("honest", ref)):
