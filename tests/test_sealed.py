@@ -157,7 +157,7 @@ def test_the_oracle_answers_for_its_sealed_exercises_only():
     with pytest.raises(OracleError, match="out of any exercise's range"):
         oracle({"op": "call", "exercise": "a03-windows", "member": "windows", "state": None,
                 "args": {**args, "kernel": (1 << 30, 1)}})
-    with pytest.raises(OracleError, match="could not take these arguments") as error:
+    with pytest.raises(OracleError) as error:  # the reference rejects it, with its own first line
         oracle({"op": "call", "exercise": "a03-windows", "member": "windows", "state": None,
                 "args": {**args, "xp": "not an array"}})
     assert "Traceback" not in str(error.value)

@@ -229,7 +229,8 @@ def judge(exercise_id: str, cells: list[tuple[str, str]], *, sandbox: Sandbox, b
     others = [s.name for s in specs.load(exercise_id) if s.id != exercise_id]
 
     def verdict(passed: bool, message: str = "", detail: str = "") -> Verdict:
-        return Verdict(exercise_id, passed, scrub(message, exercise_id), time.monotonic() - started, detail)
+        seconds = time.monotonic() - started  # the judging, not the scrubbing (its index is built once)
+        return Verdict(exercise_id, passed, scrub(message, exercise_id), seconds, detail)
 
     if hung is not None and hung.known(cells):
         return verdict(False, hung.known(cells))

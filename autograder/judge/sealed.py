@@ -8,8 +8,8 @@ plain data. So a student's wrong ``unbroadcast`` cannot fail ``Mul`` (the engine
 the reference's), yet no line of the reference's code is ever in the sandbox, and the oracle
 answers for the sealed exercises only, never for E.
 
-An error of the reference's (arguments it cannot take) comes back as its type and a sentence of
-ours: the reference's own message could quote its body.
+An error of the reference's (arguments it cannot take) comes back as its type and the first line
+of its message, unless that line quotes an exercise body (then a sentence of ours).
 """
 from __future__ import annotations
 
@@ -96,8 +96,8 @@ class Oracle:
         except Exception as error:  # noqa: BLE001 (the reference rejected what it was given)
             kind = type(error).__name__ if getattr(builtins, type(error).__name__, None) is type(error) \
                 else "RuntimeError"
-            raise OracleError(kind, f"the course's {s.name} (run by the judge) could not take these arguments "
-                                    f"({kind}); check what your code passes to it") from None
+            raise OracleError(kind, _message(error) or f"the course's {s.name} (run by the judge) could not take "
+                                    f"these arguments ({kind}); check what your code passes to it") from None
         raise OracleError("ValueError", f"unknown request {str(op)[:40]!r}")
 
     # -- the reference's member, on the reference's objects ----------------------------------------
@@ -247,6 +247,18 @@ class Oracle:
         order = _invoke(function, {name: decode(arg) for name, arg in request["template"]})
         where = {id(n): i for i, n in enumerate(nodes)}
         return [where[id(n)] for n in order]
+
+
+def _message(error: BaseException) -> str | None:
+    """The first line of the reference's message (it names the op and the shapes, as a student's
+    own kit would), unless it quotes a line of an exercise body."""
+    from autograder.judge.judge import _secrets
+    from autograder.release import _tokens
+    text = str(error).strip().split("\n")[0][:300]
+    secrets = _secrets("~")  # every assignment's bodies
+    if not text or (secrets is not None and secrets.search(f" {_tokens(text)} ")):
+        return None
+    return text
 
 
 def _copy(value: Any) -> Any:
