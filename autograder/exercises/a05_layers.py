@@ -34,6 +34,7 @@ from autograder.judge.checks import (
 )
 from autograder.judge.judge import current, student_module
 from autograder.judge.registry import GradingFailure
+from autograder.judge.session import SandboxTimeout
 from autograder.spec import graded
 
 TIME_LIMIT = 30.0
@@ -438,14 +439,26 @@ def _check_load_state_dict(Module, rng):
         error = load_error(tree, state, True, what)
         name = drop or extra
         if not isinstance(error, RuntimeError):
-            raise GradingFailure(f"{label} with strict=True and {what}: raise a RuntimeError that names the key"
+            raise GradingFailure(f"{label} with strict=True and {what}: strict=True must raise on missing and "
+                                 "unexpected keys: raise a RuntimeError that names the key"
                                  + (" (yours raised nothing)" if error is None else ""))
         if name not in str(error):
             raise GradingFailure(f"{label} with strict=True and {what}: the error must name the key")
         if any(not np.array_equal(values(tree)[k], before[k]) for k in before):
             raise GradingFailure(f"{label}: check every key and shape before changing anything: a load that "
                                  "fails must leave the model as it was")
-        result, _ = load(tree, state, strict=False)
+        # The student's own exception would quote the hidden checkpoint's keys: say what is wrong instead.
+        d, _ = sandbox_state(state)
+        returned: list = []
+        error = _raises(lambda: returned.append(tree.root.load_state_dict(d, False)))
+        if isinstance(error, (SandboxTimeout, NotImplementedError)):
+            raise error
+        if error is not None:
+            raise GradingFailure(f"{label} with strict=False and {what}: strict=False must not raise for missing "
+                                 "or unexpected keys (only a shape mismatch is an error then): load what matches "
+                                 "and return LoadResult(missing_keys, unexpected_keys); yours raised "
+                                 f"{getattr(error, 'remote_type', type(error).__name__)}")
+        result = returned[0]
         if result is None:
             raise GradingFailure(f"{label} with strict=False: return LoadResult(missing_keys, unexpected_keys), "
                                  "lists of the keys (yours returned None)")
@@ -1117,6 +1130,17 @@ def check_numerical_gradient(numerical_gradient, rng):
             if len(shape) != 1:
                 raise GradingFailure(f"{label}: wrong values for an x of {len(shape)} dimension(s): every entry "
                                      "of x has its own partial derivative, whatever x's shape (np.ndindex(x.shape))")
+            raise GradingFailure(f"{label}: wrong values; grad[i] = (f(x + eps e_i) - f(x - eps e_i)) / (2 eps)")
+        # Entries that do not survive adding and subtracting eps ((x - eps) + eps is off in the last
+        # bit): "put every entry back exactly" is checked bitwise where arithmetic would not do it.
+        label = "f = the norm of x, x of shape (9,), eps 1e-2, entries that x - eps + eps does not give back"
+        eps = 1e-2
+        pool = rng.standard_normal(400)
+        back = pool[(pool - eps) + eps != pool][:3]  # x[i] = x - eps, later x[i] += eps
+        there_and_back = pool[((pool + eps) - 2 * eps) + eps != pool][:3]  # += eps, -= 2 eps, += eps
+        x = np.concatenate([[-1.0, 0.5, 2.0], back, there_and_back])
+        got = call(label, np_s.linalg.norm, x, eps)
+        if not np.allclose(got, _central(norm, x, eps), rtol=1e-6, atol=1e-9):
             raise GradingFailure(f"{label}: wrong values; grad[i] = (f(x + eps e_i) - f(x - eps e_i)) / (2 eps)")
         # the default eps: f = the variance (quadratic: central differences are exact up to rounding)
         label = "f = the variance of x, x of shape (8,), the default eps"

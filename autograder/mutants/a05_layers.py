@@ -544,10 +544,42 @@ MUTANTS = [
         replace="order = np.random.default_rng(0).permutation(n) if self.shuffle else np.arange(n)",
         why="a generator seeded afresh in every epoch: every epoch has the same order",
     ),
+    Mutant(
+        id="numerical-gradient-restored-by-adding-eps",
+        exercise="a05-numerical-gradient",
+        find="        x[i] = original  # put it back exactly (adding eps back would be off in the last bits)\n",
+        replace="        x[i] += eps\n",
+        why="x put back by adding eps to original - eps: off in the last bits for some entries",
+    ),
+    Mutant(
+        id="module-load-always-strict",
+        exercise="a05-module",
+        find=("        if strict and missing:\n"
+              "            errors.append(\"missing key(s): \" + \", \".join(repr(key) for key in missing))\n"
+              "        if strict and unexpected:\n"),
+        replace=("        if missing:\n"
+                 "            errors.append(\"missing key(s): \" + \", \".join(repr(key) for key in missing))\n"
+                 "        if unexpected:\n"),
+        why="strict is ignored: strict=False raises on missing and unexpected keys too",
+    ),
+    Mutant(
+        id="module-load-never-strict",
+        exercise="a05-module",
+        find=("        if strict and missing:\n"
+              "            errors.append(\"missing key(s): \" + \", \".join(repr(key) for key in missing))\n"
+              "        if strict and unexpected:\n"),
+        replace=("        if False and missing:\n"
+                 "            errors.append(\"missing key(s): \" + \", \".join(repr(key) for key in missing))\n"
+                 "        if False and unexpected:\n"),
+        why="strict is ignored: strict=True loads what matches and raises nothing",
+    ),
 ]
 
 # The kind of mistake each mutant's hidden-test message must name (checked by tests/test_exercises.py).
 EXPECTED = {
+    "numerical-gradient-restored-by-adding-eps": "come back exactly",
+    "module-load-always-strict": "strict=False must not raise",
+    "module-load-never-strict": "strict=True must raise",
     "module-tensor-is-parameter": "a plain Tensor",
     "module-shared-module-twice": "reachable twice",
     "module-shared-parameter-twice": "weight tying",
