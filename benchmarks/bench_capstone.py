@@ -70,8 +70,9 @@ def worker(rounds: int, old_check: str | None) -> None:
     from autograder.judge.session import Sandbox
     earlier = [(a, _cells(a)) for a in sorted(p.name for p in SOURCE.iterdir() if p.name < "a06")]
     cells = code_cells(_cells("a06_training"), EXERCISE)
-    budget = spec.by_id(EXERCISE).budget
-    cpu, wall = [], []
+    budget = spec.by_id(EXERCISE).budget or 60.0
+    cpu: list[float] = []
+    wall: list[float] = []
     for unsafe in [True] * rounds + [False]:
         t0, c0 = time.perf_counter(), _cpu()
         verdict = judge(EXERCISE, cells, sandbox=Sandbox(unsafe=unsafe), budget=budget, earlier=earlier)

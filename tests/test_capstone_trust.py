@@ -41,7 +41,7 @@ def judged(answer: str | None = None):
                 cell["source"] = answer
     earlier = [(a, _cells(a)) for a in sorted(p.name for p in SOURCE.iterdir() if p.name < "a06")]
     verdict = judge(EXERCISE, code_cells(cells, EXERCISE), sandbox=Sandbox(),
-                    budget=spec_module.by_id(EXERCISE).budget, earlier=earlier)
+                    budget=spec_module.by_id(EXERCISE).budget or 60.0, earlier=earlier)
     assert not verdict.detail, verdict.detail
     return verdict
 
@@ -137,7 +137,10 @@ def test_weights_made_elsewhere_earn_nothing(how, pretrained):
         """) + textwrap.indent(textwrap.dedent(swap), " " * 8) + "    return loss, logits\n"
     verdict = judged(answer)
     assert not verdict.passed, f"{how}: weights made elsewhere pass"
-    assert "are not where the steps of your engine lead" in verdict.message, verdict.message
+    # The pretrained weights jump off Adam's path; the least-squares fit does too, and its forward
+    # passes in train mode move the batch-norm statistics as no training step does.
+    expected = {"embedded": "did not move by Adam's update", "lstsq": "at a training step, "}[how]
+    assert expected in verdict.message, verdict.message
 
 
 def test_a_lying_state_dict_over_a_model_that_never_moves_earns_nothing():

@@ -186,7 +186,7 @@ class Reference:
         self.optimizer.param_groups[0]["lr"] = lr
         loss, logits = R.train_step(self.model, Tensor(x), Tensor(y), self.optimizer, F.cross_entropy)
         return {"loss": loss.item(), "logits": np.array(logits.data), "after": R.weights(self.model),
-                "grads": {name: np.array(p.grad.data) for name, p in self.params.items()}}
+                "grads": {name: np.array(getattr(p.grad, "data", 0.0)) for name, p in self.params.items()}}
 
 
 def _check_step(want: dict[str, Any], before: dict[str, np.ndarray], got_loss: float, got_logits: np.ndarray,
