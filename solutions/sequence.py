@@ -18,9 +18,10 @@ a 50-step warm-up and a cosine decay; 300 batches of 64) measured, on the 2-core
 load average of 12 to 25 from other work: 99.4 %, 99.8 % and 99.5 % of 1000 held-out sequences
 exactly right for seeds 0, 1, 2, training in 53, 41 and 50 s wall time (8 to 8.5 s of CPU time).
 
-Book: chapter 6 (`book/06_training.md`) for the training loop's pieces used here.
+Book: chapter 7 (`book/07_attention.md`) trains a reduced run and shows its attention maps;
+chapter 6 (`book/06_training.md`) for the training loop's pieces used here.
 Tests: `tests/test_attention.py` (a reduced run that must learn well beyond chance). Layers:
-`solutions/nn/attention.py`. The attention chapter (issue 24) is still to be written.
+`solutions/nn/attention.py`.
 """
 from __future__ import annotations
 

@@ -144,12 +144,17 @@ def home(tmp_path_factory) -> Path:
     return home
 
 
-def paired(chapter: str) -> str:
-    """The assignment folder the book pairs a chapter with: the one its "Assignment" section lists."""
-    return re.findall(r"```\{assignment-exercises\}\s+(\w+)", (ROOT / f"{chapter}.md").read_text())[0]
-
-
 CAPSTONE = ASSIGNMENTS[-1]
+
+
+def paired(chapter: str) -> str:
+    """The assignment folder the book pairs a chapter with: the one its "Assignment" section lists,
+    or, for a chapter without an assignment of its own yet (chapter 7), the capstone's, where the
+    kit holds the student's whole engine (its download note says so)."""
+    listed = re.findall(r"```\{assignment-exercises\}\s+(\w+)", (ROOT / f"{chapter}.md").read_text())
+    return listed[0] if listed else CAPSTONE
+
+
 RUNS = [(chapter, folder) for chapter in CHAPTERS for folder in dict.fromkeys([paired(chapter), CAPSTONE])]
 
 

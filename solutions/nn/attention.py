@@ -1,9 +1,10 @@
 r"""The transformer's layers: `Embedding`, `MultiheadAttention`, positional encodings, and a pre-norm
 `TransformerBlock`.
 
-Book: chapter 5 (`book/05_layers.md`) for Module, Linear and LayerNorm, which these compose.
+Book: chapter 7 (`book/07_attention.md`) derives these layers' pieces; chapter 5
+(`book/05_layers.md`) for Module, Linear and LayerNorm, which they compose.
 Tests: `tests/test_attention.py`. Ops underneath: `solutions/ops/attention.py`. A model built
-from them: `solutions/sequence.py`. The attention chapter (issue 24) is still to be written.
+from them: `solutions/sequence.py`.
 
 `Embedding` and `MultiheadAttention` follow PyTorch's signatures, parameter names, shapes and
 initializations, so a `state_dict` from `torch.nn.MultiheadAttention` loads into ours and gives

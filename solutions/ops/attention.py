@@ -1,10 +1,11 @@
 r"""Attention's ops: the embedding lookup, the masked softmax, scaled dot-product attention, and the
 head split and merge.
 
-Book: chapter 2 (`book/02_broadcasting.md`) derives the softmax VJP these build on.
+Book: chapter 7 (`book/07_attention.md`) derives these ops' backward passes; chapter 2
+(`book/02_broadcasting.md`) the softmax VJP they build on.
 Tests: `tests/test_attention.py` (PyTorch's numbers in `tests/golden/golden_attention.py`).
-Layers built on these: `solutions/nn/attention.py`. The attention chapter and its assignment
-(issue 24) are still to be written on top of this API.
+Layers built on these: `solutions/nn/attention.py`. The assignment a07 (issue 24) is still to
+be written on top of this API.
 
 Shapes: N batch, T (or L) query positions, S key positions, E embedding (model) width, H heads,
 D = E / H the width of one head, V the vocabulary (rows of an embedding table).
