@@ -498,6 +498,10 @@ def check_conv2d(conv2d_array, rng):
                 if N > 1 and close(z, scrambled, dtype):
                     raise GradingFailure(f"{label}: the GEMM gives (K, N*OH*OW): reshape it to (K, N, OH, OW) and "
                                          "*transpose* to (N, K, OH, OW); a reshape alone mixes images and channels")
+                flipped = np.array(reference(keep[0], keep[1][:, :, ::-1, ::-1].copy(), keep[2], *_args(params))[0])
+                if close(z, flipped, dtype):
+                    raise GradingFailure(f"{label}: the kernel is flipped (rotated by 180 degrees): conv2d in deep "
+                                         "learning is a cross-correlation, z = W cols with the weight as it is")
                 G = params["groups"]
                 if 1 < G < K and any(close(z, v, dtype) for v in _groups_interleaved(*keep, params)):
                     raise GradingFailure(f"{label}: groups interleaved: group g owns a contiguous block of channels, "
@@ -560,6 +564,12 @@ def check_conv2d_input_grad(conv2d_input_grad_array, rng):
                         lambda s: "dx must have x's shape x_shape (col2im of the columns' gradient)")
             if close(dx, want, dtype):
                 continue
+            if close(dx, -np.asarray(want), dtype):
+                raise GradingFailure(f"{label}: dx has the wrong sign: the columns' gradient is +W^T dZ")
+            if close(dx, reference(keep[0], keep[1][:, :, ::-1, ::-1].copy(), x_shape, *_args(params)), dtype):
+                raise GradingFailure(f"{label}: the kernel is flipped (rotated by 180 degrees): with im2col the "
+                                     "columns' gradient is W^T dZ with W as it is; the rotation belongs to the "
+                                     "'full convolution' form of dx, not to col2im")
             if z_shape[0] > 1 and w_shape[0] > 1 and close(dx, _dz_not_transposed(*keep, x_shape, params), dtype):
                 raise GradingFailure(f"{label}: dZ is the (K, N*OH*OW) matrix of grad: transpose grad (N, K, OH, OW) "
                                      "to (K, N, OH, OW) before flattening; a reshape alone mixes images and channels")
@@ -598,6 +608,9 @@ def check_conv2d_weight_grad(conv2d_weight_grad_array, rng):
             dw = _array(label, "conv2d_weight_grad_array", got, w_shape, dtype, shape_hint)
             if close(dw, want, dtype):
                 continue
+            if close(dw, np.asarray(want)[:, :, ::-1, ::-1], dtype):
+                raise GradingFailure(f"{label}: dw is flipped (rotated by 180 degrees): dw = dZ cols^T reshaped to "
+                                     "(K, C/G, KH, KW), with no rotation")
             rows = int(np.prod(w_shape[1:]))
             unturned = want.reshape(G, K // G, rows).transpose(0, 2, 1).reshape(w_shape)
             if close(dw, unturned, dtype):

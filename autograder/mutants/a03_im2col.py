@@ -192,10 +192,42 @@ MUTANTS = [
         replace="return x.sum(axis=(2, 3))",
         why="a sum instead of a mean",
     ),
+    Mutant(
+        id="conv-kernel-flipped",
+        exercise="a03-conv2d",
+        find="z = w.reshape(G, K // G, Cg * KH * KW) @",
+        replace="z = w[:, :, ::-1, ::-1].reshape(G, K // G, Cg * KH * KW) @",
+        why="the kernel rotated by 180 degrees (the textbook convolution) instead of a cross-correlation",
+    ),
+    Mutant(
+        id="input-grad-kernel-flipped",
+        exercise="a03-conv2d-input-grad",
+        find="w_t = w.reshape(G, K // G, Cg * KH * KW)",
+        replace="w_t = w[:, :, ::-1, ::-1].reshape(G, K // G, Cg * KH * KW)",
+        why="the kernel rotated by 180 degrees, as in the 'full convolution' form of dx, but on top of col2im",
+    ),
+    Mutant(
+        id="input-grad-wrong-sign",
+        exercise="a03-conv2d-input-grad",
+        find="return col2im(dcols, x_shape,",
+        replace="return -col2im(dcols, x_shape,",
+        why="the gradient with the wrong sign",
+    ),
+    Mutant(
+        id="weight-grad-kernel-flipped",
+        exercise="a03-conv2d-weight-grad",
+        find="return dw.reshape(w_shape)",
+        replace="return dw.reshape(w_shape)[:, :, ::-1, ::-1]",
+        why="the weight gradient rotated by 180 degrees",
+    ),
 ]
 
 # The kind of mistake each mutant's hidden-test message must name (checked by tests/test_exercises.py).
 EXPECTED = {
+    "conv-kernel-flipped": "kernel is flipped",
+    "input-grad-kernel-flipped": "kernel is flipped",
+    "input-grad-wrong-sign": "wrong sign",
+    "weight-grad-kernel-flipped": "flipped",
     "output-size-no-dilation": "did you include dilation",
     "windows-extent-no-dilation": "did you include dilation",
     "windows-stride-dilation-swapped": "swapped stride and dilation",
