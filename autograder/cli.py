@@ -87,6 +87,9 @@ def cmd_collect(course: Course, args) -> int:
     if report.imported:
         print(format_table(["student", "notebooks", "status"],
                            [[printable(cell) for cell in row] for row in report.imported]))
+    if report.released_ignored:  # the kit a fetched assignment carries back: expected, one line
+        print("released helper files ignored: " + ", ".join(
+            f"{printable(student)} {n}" for student, n in sorted(report.released_ignored.items())))
     if report.skipped:
         print("skipped:")
         print(format_table(["file", "reason"], [[printable(cell) for cell in row] for row in report.skipped]))
@@ -122,11 +125,13 @@ def cmd_feedback(course: Course, args) -> int:
     from .collect import printable
     from .feedback import feedback
 
-    report = feedback(course, course.require_assignment(args.assignment))
+    report = feedback(course, course.require_assignment(args.assignment), args.exchange)
     for path in report.pages:
         print(path)
     print(f"{len(report.pages)} feedback file(s) for {args.assignment} (hidden tests removed, student HTML "
           "sanitized, math offline)")
+    if args.exchange is not None and report.pages:
+        print(f"{args.assignment}: feedback released to the nbgrader exchange (students: Fetch Feedback)")
     if report.failed:
         print(f"no feedback for {len(report.failed)} student(s):")
         print(format_table(["student", "reason"], [(s, printable(r)) for s, r in report.failed]))
@@ -221,6 +226,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     sub = add("feedback", cmd_feedback, "per-student HTML feedback without hidden tests, math offline")
     sub.add_argument("assignment")
+    sub.add_argument("--exchange", nargs="?", const="", metavar="DIR",
+                     help="also release the pages (MathJax inside them) to nbgrader's exchange, for the "
+                          "students' Fetch Feedback (DIR, or the course's c.Exchange.root)")
 
     sub = add("report", cmd_report, "grades CSV and plots into reports/<assignment>/")
     sub.add_argument("assignment")

@@ -87,6 +87,7 @@ class CollectReport:
     source: str
     imported: list[tuple[str, str, str]] = field(default_factory=list)   # student, notebooks, status
     skipped: list[tuple[str, str]] = field(default_factory=list)         # file, reason
+    released_ignored: dict[str, int] = field(default_factory=dict)       # student, released kit files submitted back
 
 
 def printable(text: str) -> str:
@@ -293,12 +294,37 @@ def collect_exchange(course: Course, assignment: str, exchange: str | Path | Non
         result = course.api(config).collect(assignment, update=True)
         if not result["success"]:
             raise CourseError(f"nbgrader collect failed for {assignment}:\n{nbgrader_errors(result)}")
-        _import(course, assignment, _staged_entries(CourseDirectory(config=config), assignment, report), {}, report)
+        coursedir = CourseDirectory(config=config)
+        released = _released_files(course, assignment)
+        _import(course, assignment, _staged_entries(coursedir, assignment, report, released), {}, report)
+        for student, _, _ in report.imported:
+            _keep_secret(course, coursedir, assignment, student)
     return report
 
 
-def _staged_entries(coursedir: CourseDirectory, assignment: str, report: CollectReport) -> Iterator[Entry]:
-    """The files nbgrader collected, as ``<student>/<file>`` entries timed by their timestamp.txt."""
+def _released_files(course: Course, assignment: str) -> set[PurePosixPath]:
+    """The files the release shipped besides its notebooks (the kit): a fetched assignment
+    submits them back, and they are expected, not worth a line each."""
+    release = course.release_dir(assignment)
+    if not release.is_dir():
+        return set()
+    return {PurePosixPath(p.relative_to(release).as_posix()) for p in release.rglob("*")
+            if p.is_file() and p.suffix != ".ipynb"}
+
+
+def _keep_secret(course: Course, coursedir: CourseDirectory, assignment: str, student: str) -> None:
+    """nbgrader's submission_secret.txt beside the imported submission, where nbgrader's own
+    collect puts it: generate_feedback carries it to the feedback folder and release_feedback
+    names the released page by it, so without it no feedback reaches the student."""
+    secret = Path(coursedir.format_path(coursedir.submitted_directory, student, assignment)) / NBGRADER_FILES[1]
+    if secret.is_file() and not secret.is_symlink():
+        shutil.copyfile(secret, course.submitted_dir(student, assignment) / NBGRADER_FILES[1])
+
+
+def _staged_entries(coursedir: CourseDirectory, assignment: str, report: CollectReport,
+                    released: set[PurePosixPath]) -> Iterator[Entry]:
+    """The files nbgrader collected, as ``<student>/<file>`` entries timed by their timestamp.txt;
+    the released kit files a student submitted back are counted in ``report.released_ignored``."""
     submitted = Path(coursedir.format_path(coursedir.submitted_directory, ".", ".")).resolve()
     for student_dir in sorted(submitted.iterdir()) if submitted.is_dir() else []:
         folder = Path(coursedir.format_path(coursedir.submitted_directory, student_dir.name, assignment))
@@ -308,7 +334,9 @@ def _staged_entries(coursedir: CourseDirectory, assignment: str, report: Collect
         if stamp is not None and stamp.tzinfo is None:  # nbgrader's naive times are UTC
             stamp = stamp.replace(tzinfo=timezone.utc)
         for entry in _folder_entries(folder, report):
-            if entry.path.name not in NBGRADER_FILES:
+            if entry.path in released:
+                report.released_ignored[student_dir.name] = report.released_ignored.get(student_dir.name, 0) + 1
+            elif entry.path.name not in NBGRADER_FILES:
                 yield Entry(PurePosixPath(student_dir.name, entry.path), entry.size, stamp or entry.mtime, entry.read)
 
 

@@ -45,12 +45,13 @@ from nbconvert.exporters import HTMLExporter
 from nbgrader.converters import GenerateFeedback
 from nbgrader.utils import capture_log, temp_attrs
 
-from .course import Course, CourseError
+from .course import Course, CourseError, nbgrader_errors
 from .nbgrader_glue import configure_feedback
 
 # What a feedback page needs of MathJax 3: the TeX+CHTML component, its fonts, the TeX extensions
 # it autoloads (\color, \cancel, ...) and the context menu with its accessibility parts.
 MATHJAX_PARTS = ("tex-chtml.js", "output/chtml/fonts/woff-v2", "input/tex/extensions", "ui", "a11y")
+MATHJAX_INLINE = "tex-svg-full.js"  # what a page that travels alone carries (see inline_mathjax)
 _REMOTE = re.compile(r"""<(?:script|link|img|iframe)\b[^>]*\b(?:src|href)\s*=\s*["']?(?:https?:)?//""", re.I)
 # C0 and C1 control characters but tab, newline and carriage return; DEL.
 CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
@@ -238,11 +239,31 @@ class FeedbackReport:
     failed: list[tuple[str, str]] = field(default_factory=list)  # student, reason
 
 
-def feedback(course: Course, assignment: str) -> FeedbackReport:
+def inline_mathjax(html: str) -> str:
+    """The page with MathJax inside it, for where the ``mathjax/`` folder does not follow: nbgrader's
+    release_feedback hands a student the ``*.html`` only. The SVG component with every TeX
+    extension (the bounds of the template's ``window.MathJax`` still apply) draws its glyphs
+    itself, so it needs neither font files nor extension files beside the page."""
+    tag = re.search(r'<script\b[^>]*\bsrc="mathjax/tex-chtml\.js"[^>]*>\s*</script>', html)
+    if tag is None:
+        raise CourseError("the feedback page has no MathJax script to inline: the template changed")
+    code = (mathjax_dir() / MATHJAX_INLINE).read_text(encoding="utf-8")
+    if re.search(r"</?script", code, re.I):
+        # HTML ends a script element at "</script" (and "<!--" followed by "<script" changes how
+        # it reads on); escaping them in minified code could break a regex literal: refuse instead.
+        raise CourseError(f"{MATHJAX_INLINE} contains a script tag and cannot be inlined into a page")
+    return f'{html[:tag.start()]}<script id="MathJax-script">{code}</script>{html[tag.end():]}'
+
+
+def feedback(course: Course, assignment: str, exchange: str | Path | None = None) -> FeedbackReport:
     """Write feedback/<student>/<assignment>/*.html for every autograded student.
 
     A student whose page cannot be made is reported with the reason; the others' pages are written.
+    With ``exchange`` (``None`` for no exchange, ``""`` for the course's ``c.Exchange.root``) the
+    pages carry MathJax inside them and nbgrader's release_feedback puts them in the exchange,
+    where the student's *Fetch Feedback* finds them (by the submission's secret).
     """
+    config = course.exchange_config(exchange) if exchange is not None else None  # a missing exchange fails first
     students = [s for s in course.submitted_students(assignment) if course.autograded_dir(s, assignment).is_dir()]
     if not students:
         raise CourseError(f"nothing autograded for {assignment} yet: run `autograder grade {assignment}` first")
@@ -252,14 +273,19 @@ def feedback(course: Course, assignment: str) -> FeedbackReport:
     report = FeedbackReport()
     for student in students:
         try:
-            report.pages += _student_feedback(course, api, assignment, student)
+            report.pages += _student_feedback(course, api, assignment, student, inline=config is not None)
         except Exception as error:  # this student's page only; the reason goes in the report
             message = str(error) if isinstance(error, CourseError) else f"{type(error).__name__}: {error}"
             report.failed.append((student, message))
+    if config is not None and report.pages:
+        config.CourseDirectory.student_id_exclude = ",".join(student for student, _ in report.failed)
+        result = course.api(config).release_feedback(assignment)
+        if not result["success"]:
+            raise CourseError(f"nbgrader release_feedback failed for {assignment}:\n{nbgrader_errors(result)}")
     return report
 
 
-def _student_feedback(course: Course, api, assignment: str, student: str) -> list[Path]:
+def _student_feedback(course: Course, api, assignment: str, student: str, inline: bool = False) -> list[Path]:
     with temp_attrs(api.coursedir, assignment_id=assignment, student_id=student):
         app = GenerateFeedback(coursedir=api.coursedir, parent=api)
         app.force = True
@@ -268,6 +294,12 @@ def _student_feedback(course: Course, api, assignment: str, student: str) -> lis
         errors = [line for line in (result.get("log") or "").splitlines() if line.startswith("[ERROR]")]
         raise CourseError("nbgrader generate_feedback failed: " + "; ".join(errors[:5] or [result.get("error", "")]))
     folder = course.feedback_dir(student, assignment)
+    # release_feedback reads the submission's time and secret beside the page (as nbgrader's own
+    # feedback folder has them); the secret names the page in the exchange for the student's fetch.
+    for name in ("timestamp.txt", "submission_secret.txt"):
+        source = course.submitted_dir(student, assignment) / name
+        if source.is_file() and not source.is_symlink():
+            shutil.copyfile(source, folder / name)
     install_mathjax(folder)
     pages = sorted(folder.glob("*.html"))
     for page in pages:
@@ -277,5 +309,6 @@ def _student_feedback(course: Course, api, assignment: str, student: str) -> lis
             page.unlink()
             raise CourseError(f"{page.name} would load something from the network ({remote.group(0)[:100]}); "
                               "page removed")
-        page.write_text(CONTROL.sub("", html))
+        html = CONTROL.sub("", html)
+        page.write_text(inline_mathjax(html) if inline else html)
     return pages

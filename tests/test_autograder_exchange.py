@@ -145,8 +145,13 @@ def test_exchange_release_fetch_submit_collect_grade(course, tmp_path, capsys):
     assert "no nbgrader exchange" in capsys.readouterr().err
     assert not course.release_dir(ASSIGNMENT).exists()
 
+    # a helper file the release ships beside the notebook (as the course kit is): fetched with it
+    # and submitted back, it is expected and not listed as skipped
+    (course.root / "source" / ASSIGNMENT / "helpers").mkdir()
+    (course.root / "source" / ASSIGNMENT / "helpers" / "plotting.py").write_text("WIDTH = 80\n")
     assert autograder(course, "release", ASSIGNMENT, "--solutions", str(SOLUTIONS), "--exchange", str(exchange)) == 0
     assert "published to the nbgrader exchange" in capsys.readouterr().out
+    assert (course.release_dir(ASSIGNMENT) / "helpers" / "plotting.py").is_file()
     course_id = course.course_id
 
     # The student's JupyterLab, a real server: ~/.jupyter/nbgrader_config.py points at the
@@ -170,22 +175,38 @@ def test_exchange_release_fetch_submit_collect_grade(course, tmp_path, capsys):
         submitted = json.loads(lab("POST", "/assignments/submit" + query))
         assert {a["status"] for a in submitted["value"]} == {"submitted", "fetched"}, submitted
 
-    # The instructor collects from the exchange and grades.
-    assert autograder(course, "collect", ASSIGNMENT, str(tmp_path), "--exchange") == 2  # a path or the exchange
-    capsys.readouterr()
-    assert autograder(course, "collect", ASSIGNMENT, "--exchange", str(exchange)) == 0
-    out = capsys.readouterr().out
-    student = getpass.getuser()  # the exchange knows students by their login
-    assert "1 student(s) imported, 1 file(s) skipped" in out
-    assert table(out)[student][:2] == [NOTEBOOK, "new"]
-    assert table(out)[f"{student}/scratch.py"] == ["not a notebook file (.ipynb)"]
-    # the submission time is the one nbgrader recorded at submit, not the time of collecting
-    [inbound] = (exchange / course_id / "inbound").iterdir()
-    submitted_at = parse_utc(inbound.name.split("+")[2])
-    assert parse_utc((course.submitted_dir(student, ASSIGNMENT) / "timestamp.txt").read_text()) == submitted_at
+        # The instructor collects from the exchange and grades.
+        assert autograder(course, "collect", ASSIGNMENT, str(tmp_path), "--exchange") == 2  # a path or the exchange
+        capsys.readouterr()
+        assert autograder(course, "collect", ASSIGNMENT, "--exchange", str(exchange)) == 0
+        out = capsys.readouterr().out
+        student = getpass.getuser()  # the exchange knows students by their login
+        assert "1 student(s) imported, 1 file(s) skipped" in out
+        assert table(out)[student][:2] == [NOTEBOOK, "new"]
+        assert table(out)[f"{student}/scratch.py"] == ["not a notebook file (.ipynb)"]
+        assert f"released helper files ignored: {student} 1" in out and "plotting.py" not in out
+        # the submission time is the one nbgrader recorded at submit, not the time of collecting
+        [inbound] = (exchange / course_id / "inbound").iterdir()
+        submitted_at = parse_utc(inbound.name.split("+")[2])
+        stored = course.submitted_dir(student, ASSIGNMENT)
+        assert parse_utc((stored / "timestamp.txt").read_text()) == submitted_at
+        # the secret that names the student's feedback in the exchange stays with the submission
+        assert (stored / "submission_secret.txt").read_text() == (inbound / "submission_secret.txt").read_text()
 
-    assert autograder(course, "grade", ASSIGNMENT, "--jobs", "1") == 0
-    assert scores(course, student) == FULL
-    # collecting again changes nothing and does not trigger a regrade
-    assert autograder(course, "collect", ASSIGNMENT, "--exchange", str(exchange)) == 0
-    assert "unchanged" in table(capsys.readouterr().out)[student][1]
+        assert autograder(course, "grade", ASSIGNMENT, "--jobs", "1") == 0
+        assert scores(course, student) == FULL
+        # collecting again changes nothing and does not trigger a regrade
+        assert autograder(course, "collect", ASSIGNMENT, "--exchange", str(exchange)) == 0
+        assert "unchanged" in table(capsys.readouterr().out)[student][1]
+
+        # Feedback goes back through the exchange, and the Fetch Feedback button brings it home.
+        assert autograder(course, "feedback", ASSIGNMENT, "--exchange", str(exchange)) == 0
+        assert "feedback released to the nbgrader exchange" in capsys.readouterr().out
+        fetched_feedback = json.loads(lab("POST", "/assignments/fetch_feedback" + query))
+        assert fetched_feedback["success"], fetched_feedback
+    [page] = (home / ASSIGNMENT / "feedback").glob(f"*/{NOTEBOOK}.html")
+    html = page.read_text()
+    # the page travels alone (release_feedback copies *.html only): MathJax is inside it
+    assert "mathjax/" not in html and 'src="mathjax' not in html
+    assert '<script id="MathJax-script">' in html and "MathJax" in html and len(html) > 1_000_000
+    assert "maxMacros: 100" in html and "maxBuffer: 2048" in html  # the bounds still hold
