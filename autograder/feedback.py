@@ -263,7 +263,7 @@ def feedback(course: Course, assignment: str, exchange: str | Path | None = None
     pages carry MathJax inside them and nbgrader's release_feedback puts them in the exchange,
     where the student's *Fetch Feedback* finds them (by the submission's secret).
     """
-    config = course.exchange_config(exchange) if exchange is not None else None  # a missing exchange fails first
+    release = course.exchange_config(exchange) if exchange is not None else None  # a missing exchange fails first
     students = [s for s in course.submitted_students(assignment) if course.autograded_dir(s, assignment).is_dir()]
     if not students:
         raise CourseError(f"nothing autograded for {assignment} yet: run `autograder grade {assignment}` first")
@@ -273,13 +273,13 @@ def feedback(course: Course, assignment: str, exchange: str | Path | None = None
     report = FeedbackReport()
     for student in students:
         try:
-            report.pages += _student_feedback(course, api, assignment, student, inline=config is not None)
+            report.pages += _student_feedback(course, api, assignment, student, inline=release is not None)
         except Exception as error:  # this student's page only; the reason goes in the report
             message = str(error) if isinstance(error, CourseError) else f"{type(error).__name__}: {error}"
             report.failed.append((student, message))
-    if config is not None and report.pages:
-        config.CourseDirectory.student_id_exclude = ",".join(student for student, _ in report.failed)
-        result = course.api(config).release_feedback(assignment)
+    if release is not None and report.pages:
+        release.CourseDirectory.student_id_exclude = ",".join(student for student, _ in report.failed)
+        result = course.api(release).release_feedback(assignment)
         if not result["success"]:
             raise CourseError(f"nbgrader release_feedback failed for {assignment}:\n{nbgrader_errors(result)}")
     return report
