@@ -266,6 +266,10 @@ def _one_step(train_step) -> None:
         if np.allclose(moved, 0.5 * stale):
             raise GradingFailure("the update used the gradient left from an earlier batch, not this one's: "
                                  "call optimizer.step() after loss.backward()")
+        for times in (2, 3):  # backward run more than once: each run adds the batch's gradient again
+            if np.allclose(moved, 0.5 * times * grads[name], rtol=1e-5, atol=1e-8):
+                raise GradingFailure(f"the gradients are {times} times what one backward pass gives: call "
+                                     "loss.backward() once per step (each call adds this batch's gradient again)")
         if not np.allclose(moved, 0.5 * grads[name], rtol=1e-5, atol=1e-8):
             raise GradingFailure("the parameters did not move by -lr * (this batch's gradient): the order is "
                                  "zero_grad, backward, step")
