@@ -30,11 +30,13 @@ from __future__ import annotations
 import ast
 import json
 import re
+import tempfile
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from nbgrader.utils import parse_utc
+from nbgrader.utils import parse_utc, temp_attrs
+from traitlets.config import Config
 
 from .course import Course, CourseError, nbgrader_errors
 
@@ -272,4 +274,54 @@ def publish(course: Course, assignment: str, exchange: str | Path | None = None)
     result = course.api(config).release_assignment(assignment)
     if not result["success"]:
         raise CourseError(f"nbgrader release_assignment failed for {assignment}:\n{nbgrader_errors(result)}")
-    return Path(config.Exchange.root) / course.course_id / "outbound" / assignment
+    outbound = Path(config.Exchange.root) / course.course_id / "outbound" / assignment
+    missing = _not_in_exchange(course, assignment, config, outbound)
+    if missing:
+        raise CourseError(
+            f"nbgrader reported {assignment} released, but its exchange ({config.Exchange.root}, "
+            f"{_exchange_name(config)}) does not hold {', '.join(missing[:5])}"
+            + (f" and {len(missing) - 5} more file(s)" if len(missing) > 5 else "")
+            + ": students would find nothing to fetch. Check the exchange's log (an ngshare service on "
+              "SQLAlchemy 2 reports success and stores nothing: give it sqlalchemy<2) and publish again")
+    return outbound
+
+
+def _exchange_name(config: Config) -> str:
+    name = config.get("ExchangeFactory", {}).get("list")
+    return f"listed by {getattr(name, '__name__', name)}" if name else "nbgrader's filesystem exchange"
+
+
+def _not_in_exchange(course: Course, assignment: str, config: Config, outbound: Path) -> list[str]:
+    """What the release holds and the exchange, asked back, does not: notebooks, then files.
+
+    An exchange's own ``success`` is not proof (ngshare on SQLAlchemy 2 reports success and
+    stores nothing), so the release is listed back through the same exchange plugin the
+    students' Assignments tab uses; the filesystem exchange's outbound folder is also compared
+    file by file (the course kit travels beside the notebooks).
+    """
+    from nbgrader.exchange.default import ExchangeList as FilesystemList
+
+    release_dir = course.release_dir(assignment)
+    api = course.api(config)
+    with tempfile.TemporaryDirectory(prefix="autograder-list-") as empty, \
+            temp_attrs(api.coursedir, assignment_id=assignment):
+        lister = api.exchange.List(coursedir=api.coursedir, authenticator=api.authenticator, parent=api)
+        # an assignment folder of the same name in the working directory would be listed as
+        # "fetched" from there instead of from the exchange: list from an empty folder
+        lister.assignment_dir = empty
+        lister.inbound = lister.cached = lister.remove = False
+        try:
+            listed = lister.start() or []
+        except Exception as error:  # each exchange plugin fails in its own way; name the step
+            raise CourseError(f"could not list {assignment} back from the exchange after releasing it: "
+                              f"{type(error).__name__}: {error}") from None
+    entries = [e for e in listed if e.get("assignment_id") == assignment and e.get("course_id") == course.course_id]
+    held = {nb.get("notebook_id") for entry in entries for nb in entry.get("notebooks", [])}
+    missing = [] if entries else [f"the assignment {assignment}"]
+    missing += [p.name for p in sorted(release_dir.glob("*.ipynb")) if p.stem not in held]
+    if isinstance(lister, FilesystemList):
+        for path in sorted(p for p in release_dir.rglob("*") if p.is_file()):
+            name, copy = str(path.relative_to(release_dir)), outbound / path.relative_to(release_dir)
+            if name not in missing and (not copy.is_file() or copy.read_bytes() != path.read_bytes()):
+                missing.append(name)
+    return missing
