@@ -80,7 +80,7 @@ def cmd_collect(course: Course, args) -> int:
             raise CourseError("--map names the files of an export; the exchange already knows its students")
         report = collect_exchange(course, assignment, args.exchange)
     else:
-        report = collect(course, assignment, args.path, args.map)
+        report = collect(course, assignment, args.path, args.map, lms=args.lms)
     # Names come from the export: control characters in them must not reach the terminal.
     print(printable(f"collect {report.assignment} from {report.source}: {len(report.imported)} student(s) "
                     f"imported, {len(report.skipped)} file(s) skipped"))
@@ -139,10 +139,34 @@ def cmd_feedback(course: Course, args) -> int:
 
 
 def cmd_report(course: Course, args) -> int:
+    from .lms import parse_lms_list
     from .report import report
 
-    for path in report(course, course.require_assignment(args.assignment)):
+    notes: list[str] = []
+    lms = None if args.lms is None else parse_lms_list(args.lms)
+    for path in report(course, course.require_assignment(args.assignment), lms, args.canvas_assignment_id, notes):
         print(path)
+    for note in notes:
+        print(note)
+    return 0
+
+
+def cmd_students(course: Course, args) -> int:
+    from .collect import printable
+    from .lms import import_roster, load_roster, roster_path, students_table
+
+    if args.action == "import":
+        if not args.roster:
+            raise CourseError("students import needs the roster CSV: autograder students import roster.csv")
+        roster = import_roster(course, args.roster)
+        print(f"{len(roster.students)} student(s) imported from {args.roster} into the gradebook and "
+              f"{roster_path(course)}")
+    else:
+        roster = load_roster(course)
+        if roster is None:
+            raise CourseError("no roster yet: autograder students import roster.csv")
+    print(format_table(["id", "name", "email", "canvas_id", "moodle_id", "sis_id"],
+                       [[printable(cell) for cell in row] for row in students_table(roster)]))
     return 0
 
 
@@ -203,6 +227,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("assignment")
     sub.add_argument("path", nargs="?", help="folder or .zip of student notebooks")
     sub.add_argument("--map", help="CSV with columns file,student to name each file's student")
+    sub.add_argument("--lms", choices=["auto", "canvas", "moodle", "none"], default="auto",
+                     help="read Canvas's or Moodle's export names through the roster (default: %(default)s, "
+                          "either when a name has its layout)")
     sub.add_argument("--exchange", nargs="?", const="", metavar="DIR",
                      help="collect what students submitted from JupyterLab "
                           "(DIR, default: c.Exchange.root of the course)")
@@ -232,6 +259,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     sub = add("report", cmd_report, "grades CSV and plots into reports/<assignment>/")
     sub.add_argument("assignment")
+    sub.add_argument("--lms", metavar="canvas,moodle",
+                     help="grade-import CSVs to write (default: both once a roster is imported; none)")
+    sub.add_argument("--canvas-assignment-id", metavar="ID",
+                     help="Canvas's id of the assignment (its URL's last number): the column then updates "
+                          "that assignment instead of matching it by name")
+
+    sub = add("students", cmd_students, "the roster: LMS ids to course ids, into nbgrader's student table")
+    sub.add_argument("action", choices=["import", "list"])
+    sub.add_argument("roster", nargs="?", help="CSV with the columns id, first_name, last_name, email, canvas_id, "
+                                                "moodle_id, sis_id, sis_login_id (only id required)")
 
     sub = add("check", cmd_check,
               "self-test: solutions score full, released scores 0, every mutant loses points on its exercise only")

@@ -3,12 +3,17 @@
 Which student a file belongs to, first rule that applies:
 
 1. ``--map CSV`` (header ``file,student``): the file's path inside the export, or its name.
-   A mapped file names its notebook like rule 3 does, or may have any name when the assignment
+   A mapped file names its notebook like rule 4 does, or may have any name when the assignment
    has a single notebook.
 2. A folder per student: ``alice/a02_broadcasting.ipynb`` (the folder that directly holds a file
    named exactly like one of the assignment's notebooks is the student; folders above it are
    ignored, so an export wrapped in one top folder works).
-3. A flat name ``<student>_<notebook>.ipynb`` or ``<notebook>_<student>.ipynb`` (``-`` also
+3. An LMS export's own names (``--lms auto``, the default; ``canvas``, ``moodle`` or ``none``): a
+   Canvas "Download submissions" file ``<name>[_LATE]_<user id>_<file id>_<original name>``, a
+   Moodle "Download all submissions" folder ``<Full Name>_<participant id>_assignsubmission_file``,
+   each student found through the roster (``autograder students import``); the layouts, their
+   sources and what becomes of Canvas's late flag are in :mod:`autograder.lms`.
+4. A flat name ``<student>_<notebook>.ipynb`` or ``<notebook>_<student>.ipynb`` (``-`` also
    accepted as the separator), where ``<notebook>`` is one of the assignment's notebook names:
    ``alice_a02_broadcasting.ipynb``, ``a02_broadcasting-alice.ipynb``.
 
@@ -51,6 +56,7 @@ import nbformat
 from nbgrader.coursedir import CourseDirectory
 
 from .course import Course, CourseError, nbgrader_errors
+from .lms import Placement, Roster, lms_placement, load_roster, notebook_of
 
 MAX_NOTEBOOK_BYTES = 50 * 2**20
 MAX_ZIP_NOTEBOOK_BYTES = 2**30       # the notebooks of one zip, unpacked: 500 students at 2 MB each
@@ -79,6 +85,16 @@ class Entry:
 class Submission:
     student: str
     notebooks: dict[str, tuple[Entry, bytes]] = field(default_factory=dict)
+    notes: set[str] = field(default_factory=set)    # what the LMS said (Canvas's late flag)
+
+
+@dataclass(frozen=True)
+class Rules:
+    """How an export's files are placed: ``--map``, ``--lms`` with the roster, the due date."""
+    mapping: dict[str, str] = field(default_factory=dict)
+    lms: str = "none"
+    roster: Roster | None = None
+    due: datetime | None = None
 
 
 @dataclass
@@ -261,9 +277,11 @@ def _too_deep(content: object, limit: int) -> bool:
 
 # -- the command ---------------------------------------------------------------------------------
 
-def collect(course: Course, assignment: str, source: str | Path, map_csv: str | None = None) -> CollectReport:
+def collect(course: Course, assignment: str, source: str | Path, map_csv: str | None = None,
+            lms: str = "auto") -> CollectReport:
     source = Path(source)
     report = CollectReport(assignment, str(source))
+    rules = Rules(_read_map(map_csv), lms, load_roster(course), _due_date(course, assignment))
     with contextlib.ExitStack() as stack:
         if source.is_dir():
             entries = _folder_entries(source, report)
@@ -275,8 +293,18 @@ def collect(course: Course, assignment: str, source: str | Path, map_csv: str | 
             entries = _zip_entries(archive, source, report)
         else:
             raise CourseError(f"{source} is neither a folder nor a .zip file")
-        _import(course, assignment, entries, _read_map(map_csv), report)
+        _import(course, assignment, entries, rules, report)
     return report
+
+
+def _due_date(course: Course, assignment: str) -> datetime | None:
+    """The assignment's due date in the gradebook (nbgrader keeps naive UTC), None if it has none."""
+    with course.gradebook() as gb:
+        try:
+            due = gb.find_assignment(assignment).duedate
+        except Exception:  # nbgrader's MissingEntry: never released with a due date
+            return None
+    return None if due is None else due.replace(tzinfo=timezone.utc)
 
 
 def collect_exchange(course: Course, assignment: str, exchange: str | Path | None = None) -> CollectReport:
@@ -296,7 +324,7 @@ def collect_exchange(course: Course, assignment: str, exchange: str | Path | Non
             raise CourseError(f"nbgrader collect failed for {assignment}:\n{nbgrader_errors(result)}")
         coursedir = CourseDirectory(config=config)
         released = _released_files(course, assignment)
-        _import(course, assignment, _staged_entries(coursedir, assignment, report, released), {}, report)
+        _import(course, assignment, _staged_entries(coursedir, assignment, report, released), Rules(), report)
         for student, _, _ in report.imported:
             _keep_secret(course, coursedir, assignment, student)
     return report
@@ -340,10 +368,11 @@ def _staged_entries(coursedir: CourseDirectory, assignment: str, report: Collect
                 yield Entry(PurePosixPath(student_dir.name, entry.path), entry.size, stamp or entry.mtime, entry.read)
 
 
-def _import(course: Course, assignment: str, entries: Iterator[Entry], mapping: dict[str, str],
+def _import(course: Course, assignment: str, entries: Iterator[Entry], rules: Rules,
             report: CollectReport) -> None:
     notebooks = course.notebooks(assignment)
     submissions: dict[str, Submission] = {}
+    ranks: dict[PurePosixPath, int] = {}
     for entry in entries:
         name = str(entry.path)
         if any(part in JUNK for part in entry.path.parts):
@@ -352,28 +381,41 @@ def _import(course: Course, assignment: str, entries: Iterator[Entry], mapping: 
             report.skipped.append((name, "not a notebook file (.ipynb)"))
             continue
         try:
-            student, notebook, data = place(entry, notebooks, mapping)
+            student, notebook, data, lms = place(entry, notebooks, rules)
         except ValueError as error:
             report.skipped.append((name, str(error)))
             continue
         except Exception as error:  # one file never stops the import; its reason is reported
             report.skipped.append((name, f"cannot be imported ({type(error).__name__}: {error})"))
             continue
+        entry, note = _lms_time(entry, lms, rules.due)
         sub = submissions.setdefault(student, Submission(student))
         other = sub.notebooks.get(notebook)
-        if other is not None and other[0].mtime > entry.mtime:
+        rank = lms.rank if lms else 0
+        if other is not None and (other[0].mtime, ranks[other[0].path]) > (entry.mtime, rank):
             report.skipped.append((name, f"superseded by the newer {other[0].path}"))
             continue
         if other is not None:  # the same notebook twice in one export: the newer one wins
             report.skipped.append((str(other[0].path), f"superseded by the newer {name}"))
+        ranks[entry.path] = rank
         sub.notebooks[notebook] = (entry, data)
+        if note:
+            sub.notes.add(note)
     _store_all(course, assignment, submissions, report)
 
 
-def place(entry: Entry, notebooks: list[str], mapping: dict[str, str]) -> tuple[str, str, bytes]:
-    """(student, notebook, the file's bytes) for one export file, or ValueError saying why it is
-    skipped. The one place that decides a file's student and checks what it holds."""
-    student, notebook = identify(entry.path, notebooks, mapping)
+def place(entry: Entry, notebooks: list[str], rules: Rules) -> tuple[str, str, bytes, Placement | None]:
+    """(student, notebook, the file's bytes, the LMS's placement if an LMS layout named the student)
+    for one export file, or ValueError saying why it is skipped. The one place that decides a file's
+    student and checks what it holds."""
+    mapped = str(entry.path) in rules.mapping or entry.path.name in rules.mapping
+    lms = None if mapped else lms_placement(entry.path, rules.lms, rules.roster)
+    if lms is not None:
+        notebook, resubmission = notebook_of(lms.original, notebooks)
+        student = lms.student
+        lms = Placement(lms.student, lms.original, lms.late, lms.rank or resubmission)
+    else:
+        student, notebook = identify(entry.path, notebooks, rules.mapping)
     check_student_id(student)
     if entry.size > MAX_NOTEBOOK_BYTES:
         raise ValueError(f"larger than the size limit ({_size(MAX_NOTEBOOK_BYTES)})")
@@ -384,7 +426,21 @@ def place(entry: Entry, notebooks: list[str], mapping: dict[str, str]) -> tuple[
     except (OSError, EOFError, RuntimeError, NotImplementedError) as error:  # unreadable, encrypted, lzma...
         raise ValueError(f"cannot be read ({type(error).__name__}: {error})") from None
     _check_notebook(data)
-    return student, notebook, data
+    return student, notebook, data, lms
+
+
+def _lms_time(entry: Entry, lms: Placement | None, due: datetime | None) -> tuple[Entry, str]:
+    """The entry with the time nbgrader should judge it by, and a note for the report.
+
+    A Canvas zip entry's time is when the zip was made: a file Canvas counts on time is given the
+    due date if its entry time is later; a file Canvas flags late keeps it (an upper bound)."""
+    if lms is None or lms.late is None:
+        return entry, ""
+    if not lms.late:
+        if due is not None and entry.mtime > due:
+            return Entry(entry.path, entry.size, due, entry.read), "on time (Canvas): timed at the due date"
+        return entry, ""
+    return entry, "late (Canvas): timed by the zip entry, an upper bound of the submission time"
 
 
 def _store_all(course: Course, assignment: str, submissions: dict[str, Submission],
@@ -399,6 +455,7 @@ def _store_all(course: Course, assignment: str, submissions: dict[str, Submissio
                     report.skipped.append((str(entry.path), f"cannot be stored in submitted/ ({error})"))
                 continue
             gb.update_or_create_student(student)
+            status = "; ".join([status, *sorted(sub.notes)])
             report.imported.append((student, ", ".join(sorted(sub.notebooks)), status))
 
 

@@ -9,6 +9,9 @@
 * ``score_histogram.png``: the distribution of total scores.
 * ``failed_tests.png``: for each grade cell, the share of graded students who lost points on it,
   most-failed first: where the class struggled.
+* ``canvas_grades.csv`` and ``moodle_grades.csv``, once a roster is imported (``--lms`` picks): each
+  system's grade-import file, every student of the roster, the score after the late penalty
+  (:mod:`autograder.lms` says what each importer reads).
 
 Everything is read from the gradebook through nbgrader's API, plus the grader's own record of
 submissions that could not be graded.
@@ -29,6 +32,7 @@ from nbgrader.api import MissingEntry  # noqa: E402
 
 from .course import Course, CourseError, grade_id_exercise  # noqa: E402
 from .grade import Ledger  # noqa: E402
+from .lms import LMS_NAMES, Grade, load_roster, write_canvas, write_moodle  # noqa: E402
 
 
 @dataclass
@@ -149,13 +153,58 @@ def plot_failures(path: Path, assignment: str, rows: list[Row], cells: list[tupl
     plt.close(fig)
 
 
-def report(course: Course, assignment: str) -> list[Path]:
+def lms_grades(rows: list[Row]) -> dict[str, Grade]:
+    """The students whose grade is complete, with a line of feedback; nobody else gets a number
+    (a partial score would reach the LMS as if it were final)."""
+    grades = {}
+    for row in rows:
+        if row.status == "graded" and row.score is not None and row.max_score is not None:
+            late = f"; late penalty {row.late_penalty:g} (raw score {row.raw_score:g})" if row.late_penalty else ""
+            grades[row.student] = Grade(row.score, f"autograder: {row.score:g}/{row.max_score:g}{late}")
+    return grades
+
+
+def write_lms(course: Course, assignment: str, rows: list[Row], max_score: float, systems: list[str] | None,
+              canvas_assignment_id: str | None, notes: list[str]) -> list[Path]:
+    """Each system's grade-import CSV beside grades.csv: ``systems`` None means every system once a
+    roster is imported, none before."""
+    roster = load_roster(course)
+    if roster is None:
+        if systems:
+            raise CourseError("LMS grade files need a roster: autograder students import roster.csv")
+        return []
+    folder = course.reports_dir(assignment)
+    grades = lms_grades(rows)
+    paths = []
+    for system in LMS_NAMES if systems is None else systems:
+        if system == "canvas":
+            column = f"{assignment} ({canvas_assignment_id})" if canvas_assignment_id else assignment
+            left_out = write_canvas(folder / "canvas_grades.csv", roster, column, max_score, grades)
+            paths.append(folder / "canvas_grades.csv")
+            missing = "no canvas_id"
+        else:
+            left_out = write_moodle(folder / "moodle_grades.csv", roster, assignment, grades)
+            paths.append(folder / "moodle_grades.csv")
+            missing = "neither email nor sis_id"
+        if left_out:
+            notes.append(f"{system}: {len(left_out)} student(s) of the roster left out ({missing}): "
+                         + ", ".join(left_out))
+    ungraded = sorted(row.student for row in rows if row.student not in grades)
+    if ungraded:
+        notes.append(f"no grade sent for {len(ungraded)} student(s) not completely graded: " + ", ".join(ungraded))
+    return paths
+
+
+def report(course: Course, assignment: str, lms: list[str] | None = None,
+           canvas_assignment_id: str | None = None, notes: list[str] | None = None) -> list[Path]:
     rows = gather(course, assignment)
     cells = grade_cells(course, assignment)
     folder = course.reports_dir(assignment)
     folder.mkdir(parents=True, exist_ok=True)
     paths = [folder / "grades.csv", folder / "score_histogram.png", folder / "failed_tests.png"]
+    max_score = sum(points for _, _, points in cells)
     write_csv(paths[0], rows, cells)
-    plot_scores(paths[1], assignment, rows, sum(points for _, _, points in cells))
+    plot_scores(paths[1], assignment, rows, max_score)
     plot_failures(paths[2], assignment, rows, cells)
-    return paths
+    return paths + write_lms(course, assignment, rows, max_score, lms, canvas_assignment_id,
+                             notes if notes is not None else [])
