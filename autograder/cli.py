@@ -104,7 +104,7 @@ def cmd_grade(course: Course, args) -> int:
     students = [s.strip() for s in args.students.split(",") if s.strip()] if args.students else None
     try:
         outcomes = grade(course, course.require_assignment(args.assignment), students, jobs=args.jobs,
-                         limits=limits, force=args.force, unsafe=args.unsafe)
+                         limits=limits, force=args.force, unsafe=args.unsafe, scheduler=args.scheduler)
     except KeyboardInterrupt:
         print(f"\ninterrupted: the students recorded so far are kept; rerun "
               f"`autograder grade {args.assignment}` to grade the rest", file=sys.stderr)
@@ -250,6 +250,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("--unsafe", action="store_true",
                      help="grade even where no sandbox can be made: student code then runs as you "
                           "(never for real students)")
+    sub.add_argument("--scheduler", metavar="tcp://HOST:PORT",
+                     help="grade on the workers of this Dask scheduler instead of --jobs local ones; this "
+                          "machine still records every grade (docs/grading-on-dask.md)")
 
     sub = add("feedback", cmd_feedback, "per-student HTML feedback without hidden tests, math offline")
     sub.add_argument("assignment")
