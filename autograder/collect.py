@@ -85,7 +85,7 @@ class Entry:
 class Submission:
     student: str
     notebooks: dict[str, tuple[Entry, bytes]] = field(default_factory=dict)
-    notes: set[str] = field(default_factory=set)    # what the LMS said (Canvas's late flag)
+    notes: dict[str, str] = field(default_factory=dict)   # notebook -> what the LMS said of it (late or not)
 
 
 @dataclass(frozen=True)
@@ -399,8 +399,7 @@ def _import(course: Course, assignment: str, entries: Iterator[Entry], rules: Ru
             report.skipped.append((str(other[0].path), f"superseded by the newer {name}"))
         ranks[entry.path] = rank
         sub.notebooks[notebook] = (entry, data)
-        if note:
-            sub.notes.add(note)
+        sub.notes[notebook] = note
     _store_all(course, assignment, submissions, report)
 
 
@@ -455,7 +454,7 @@ def _store_all(course: Course, assignment: str, submissions: dict[str, Submissio
                     report.skipped.append((str(entry.path), f"cannot be stored in submitted/ ({error})"))
                 continue
             gb.update_or_create_student(student)
-            status = "; ".join([status, *sorted(sub.notes)])
+            status = "; ".join([status, *sorted({note for note in sub.notes.values() if note})])
             report.imported.append((student, ", ".join(sorted(sub.notebooks)), status))
 
 

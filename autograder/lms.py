@@ -64,8 +64,10 @@ ROSTER_COLUMNS = ("id", "first_name", "last_name", "email", "canvas_id", "moodle
 UNIQUE_COLUMNS = ("id", "email", "canvas_id", "moodle_id")
 LMS_NAMES = ("canvas", "moodle")
 
-# <name>[_LATE]_<user id>_<file id>_<original name>; the name holds no "_<digits>_" (Canvas removes it)
-CANVAS_FILE = re.compile(r"(?P<name>\w*?)(?P<late>_LATE)?_(?P<user>\d+|anon_\w+?)_(?P<file>\d+)_(?P<original>.+)")
+# <name>[_LATE]_<user id>_<file id>_<original name>; the name holds no "_<digits>_" (Canvas removes it);
+# an anonymised assignment has no name and "anon_<id>" for the user id
+CANVAS_FILE = re.compile(r"(?:(?P<name>\w*?)(?P<late>_LATE)?_)?(?P<user>\d+|anon_[A-Za-z0-9]+)_(?P<file>\d+)_"
+                         r"(?P<original>.+)")
 MOODLE_FOLDER = re.compile(r"(?P<name>.+?)_(?P<participant>\d+)_+assignsubmission_file_?")
 MOODLE_FLAT = re.compile(r"(?P<name>.+?)_(?P<participant>\d+)_+assignsubmission_file_(?P<original>.+)")
 RESUBMITTED = re.compile(r"(?P<stem>.+)-(?P<n>\d+)")
