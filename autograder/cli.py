@@ -162,9 +162,10 @@ def cmd_students(course: Course, args) -> int:
         print(f"{len(roster.students)} student(s) imported from {args.roster} into the gradebook and "
               f"{roster_path(course)}")
     else:
-        roster = load_roster(course)
-        if roster is None:
+        loaded = load_roster(course)
+        if loaded is None:
             raise CourseError("no roster yet: autograder students import roster.csv")
+        roster = loaded
     print(format_table(["id", "name", "email", "canvas_id", "moodle_id", "sis_id"],
                        [[printable(cell) for cell in row] for row in students_table(roster)]))
     return 0

@@ -143,7 +143,8 @@ def test_collect_a_moodle_export_folder_then_its_zip(course, tmp_path, capsys):
     assert "3 student(s) imported, 3 file(s) skipped" in out
     rows = table(out)
     assert rows["ana"] == [NOTEBOOK, "new"] and rows["ben"] == [NOTEBOOK, "new"] and rows["kim"] == [NOTEBOOK, "new"]
-    assert "2 students of the roster are named 'Sam Lee'" in rows[f"Sam Lee_503_assignsubmission_file/{NOTEBOOK}.ipynb"][0]
+    sam = rows[f"Sam Lee_503_assignsubmission_file/{NOTEBOOK}.ipynb"][0]
+    assert "2 students of the roster are named 'Sam Lee'" in sam
     assert "not in the roster" in rows[f"Zed Unknown_504_assignsubmission_file/{NOTEBOOK}.ipynb"][0]
     assert rows["Ben Okafor_502_assignsubmission_onlinetext/onlinetext.html"][0].startswith("not a notebook file")
     ben = FIXTURES / "moodle" / "Ben Okafor_502_assignsubmission_file" / f"{NOTEBOOK}.ipynb"
