@@ -34,8 +34,10 @@ import coursekit_book  # noqa: E402
 
 SOURCE = ROOT / "assignments" / "source"
 TOC = yaml.safe_load((ROOT / "_toc.yml").read_text())
-# The numbered chapters (the back matter of the "Reference" part has no code of its own).
-CHAPTERS = [c["file"] for part in TOC["parts"] for c in part["chapters"] if re.match(r"book/\d\d_", c["file"])]
+# The numbered chapters and their second halves (book/05b_optimizers, listed as a section of
+# chapter 5); the back matter of the "Reference" part has no code of its own.
+CHAPTERS = [page["file"] for part in TOC["parts"] for c in part["chapters"] for page in [c, *c.get("sections", [])]
+            if re.match(r"book/\d\d[a-z]?_", page["file"])]
 ASSIGNMENTS = sorted(p.name for p in SOURCE.iterdir() if p.is_dir() and re.match(r"a\d\d_", p.name))
 
 
