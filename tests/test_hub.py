@@ -168,6 +168,15 @@ def answered(released: dict, source: dict) -> dict:
     return released
 
 
+def user_memory(user: str) -> int:
+    """Resident memory of every process the user runs (their server, their kernels), in bytes.
+
+    Other processes of the machine come and go meanwhile: process_iter with attributes skips
+    one that ends while it is read."""
+    return sum(p.info["memory_info"].rss for p in psutil.process_iter(["username", "memory_info"])
+               if p.info["username"] == user and p.info["memory_info"] is not None)
+
+
 @pytest.fixture(scope="module")
 def hub():
     if os.geteuid() != 0:
@@ -247,7 +256,7 @@ def test_students_and_the_instructor_use_the_hub(hub, capsys):
     assert exercises and all(float(rows[alice.user][k]) > 0 for k in exercises), rows[alice.user]
     assert float(rows[bob.user]["score"]) == 0
 
-    memory = {u: sum(p.memory_info().rss for p in psutil.process_iter() if p.username() == u) for u in people}
+    memory = {u: user_memory(u) for u in people}
     with capsys.disabled():
         print(f"\nhub: started in {hub.start_time:.1f} s; spawns {', '.join(f'{s:.1f}' for s in spawn.values())} s; "
               f"memory per idle student server {min(memory[s] for s in hub.students) / 2**20:.0f}–"
