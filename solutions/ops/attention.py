@@ -4,8 +4,9 @@ head split and merge.
 Book: chapter 7 (`book/07_attention.md`) derives these ops' backward passes; chapter 2
 (`book/02_broadcasting.md`) the softmax VJP they build on.
 Tests: `tests/test_attention.py` (PyTorch's numbers in `tests/golden/golden_attention.py`).
-Layers built on these: `solutions/nn/attention.py`. The assignment a07 (issue 24) is still to
-be written on top of this API.
+Layers built on these: `solutions/nn/attention.py`. Assignment: `assignments/source/a07_attention/`
+(causal_mask, masked_softmax_array, MaskedSoftmax.backward, scaled_dot_product_attention,
+attention_backward, split_heads, merge_heads and embedding_backward_array are its exercises).
 
 Shapes: N batch, T (or L) query positions, S key positions, E embedding (model) width, H heads,
 D = E / H the width of one head, V the vocabulary (rows of an embedding table).
@@ -39,7 +40,7 @@ import numpy as np
 from ..graph import Function, Tensor, as_tensor
 from . import kernels
 from .linalg import matmul
-from .shape import reshape, transpose
+from .shape import reshape, transpose, unbroadcast
 
 
 # --------------------------------------------------------------------------------------------
@@ -237,18 +238,22 @@ class ScaledDotProductAttention(Function):
         return attention_backward(grad, q, k, v, p, self.scale, self.needs_input_grad)
 
 
+def _sum_to(grad: Tensor, shape: tuple[int, ...]) -> Tensor:
+    """A gradient summed back over the batch axes its input was broadcast along (one K, V shared by
+    every head); as it is when nothing was broadcast, the usual case, where no node is added."""
+    return grad if grad.shape == tuple(shape) else unbroadcast(grad, shape)
+
+
 def attention_backward(grad: Tensor, q: Tensor, k: Tensor, v: Tensor, p: Tensor, scale: float,
                        needs: tuple[bool, ...] = (True, True, True)) -> tuple[Tensor | None, ...]:
     """(dQ, dK, dV) from G = grad and the weights P, in engine ops; None where not needed."""
-    from .shape import unbroadcast
-
-    dv = unbroadcast(matmul(p.swapaxes(-1, -2), grad), v.shape) if needs[2] else None
+    dv = _sum_to(matmul(p.swapaxes(-1, -2), grad), v.shape) if needs[2] else None
     if not (needs[0] or needs[1]):
         return None, None, dv
     dp = matmul(grad, v.swapaxes(-1, -2))                      # (..., L, S)
     ds = p * (dp - (dp * p).sum(axis=-1, keepdims=True)) * scale  # through the softmax, then the scale
-    dq = unbroadcast(matmul(ds, k), q.shape) if needs[0] else None
-    dk = unbroadcast(matmul(ds.swapaxes(-1, -2), q), k.shape) if needs[1] else None
+    dq = _sum_to(matmul(ds, k), q.shape) if needs[0] else None
+    dk = _sum_to(matmul(ds.swapaxes(-1, -2), q), k.shape) if needs[1] else None
     return dq, dk, dv
 
 
@@ -270,6 +275,15 @@ def _attention_inputs(query: Any, key: Any, value: Any) -> tuple[Tensor, Tensor,
         raise ValueError(f"{op}: the batch axes of query {query.shape}, key {key.shape} and value "
                          f"{value.shape} do not broadcast") from None
     return query, key, value
+
+
+def dropout_attention(query: Tensor, key: Tensor, value: Tensor, mask: np.ndarray | None, scale: float,
+                      dropout_p: float, rng: np.random.Generator | None) -> Tensor:
+    """Attention whose weights P are dropped out (training): dropout(P) V, as PyTorch does."""
+    from ..nn.functional import dropout  # nn is built on ops: imported when first needed
+
+    p = dropout(attention_weights(query, key, mask, scale), dropout_p, True, rng)
+    return matmul(p, value)
 
 
 def scaled_dot_product_attention(
@@ -309,10 +323,7 @@ def scaled_dot_product_attention(
     elif attn_mask is not None:
         mask = _broadcast_mask(additive_mask(attn_mask, query.dtype), scores_shape, op)
     if dropout_p > 0.0:
-        from ..nn.functional import dropout
-
-        p = dropout(attention_weights(query, key, mask, scale), dropout_p, True, rng)
-        return matmul(p, value)
+        return dropout_attention(query, key, value, mask, scale, dropout_p, rng)
     fused = kernels.scaled_dot_product_attention_fused  # the reference engine's faster node, or None
     if fused is not None:
         return fused(query, key, value, mask, scale)
