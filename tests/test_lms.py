@@ -189,7 +189,7 @@ def test_canvas_zip_to_canvas_and_moodle_grade_files(course, tmp_path, capsys, m
     assert rows["alice"] == [NOTEBOOK, "new; on time (Canvas): timed at the due date"]
     assert rows["bob"][1].startswith("new; late (Canvas)")
     assert "superseded by the newer smithbob_LATE_3144_207800_a00_toy-1.ipynb" in \
-        rows["smithbob_3144_207790_a00_toy.ipynb"][0]
+        rows["smithbob_LATE_3144_207790_a00_toy.ipynb"][0]
     assert "Canvas user id 9999 is not in the roster" in rows["strangerx_9999_207803_a00_toy.ipynb"][0]
     assert "Canvas anonymous submission" in rows["anon_k3J9xQ_207804_a00_toy.ipynb"][0]
     assert rows["browncarol_3145_207802_notes.txt"][0].startswith("not a notebook file")
