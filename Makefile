@@ -78,6 +78,7 @@ bench: install
 	$(BENCH_PY) benchmarks/bench_graph.py
 	$(BENCH_PY) benchmarks/bench_conv.py
 	$(BENCH_PY) benchmarks/bench_train.py
+	$(BENCH_PY) benchmarks/bench_attention.py
 	@# The training run is the engine's alone (its figures need matplotlib, which the oracle venv lacks).
 	$(PY) -m solutions.training --model cnn --no-progress --out /tmp/bench-train-digits > /tmp/bench-train-digits.log
 	@grep -E "^CNN|wall time" /tmp/bench-train-digits.log
