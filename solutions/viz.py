@@ -5,8 +5,8 @@ Book: chapter 1 (`book/01_graphs.md`, *Nodes and edges*). Tests: `tests/test_viz
 One box per tensor, an arrow from each input of an operation to its output, the operation's name
 on the output's box. The layout is a hand-made layered drawing: a node's column is the length of
 the longest path from a leaf to it, so every arrow points rightwards, and the nodes of one column
-are stacked in the order the walk met them. That is enough for the small graphs a reader builds by
-hand; for big ones the picture says only "big", which the node count in its title says better.
+are stacked in the order the engine's `toposort` lists them. That is enough for the small graphs
+a reader builds by hand; a graph of more than a few hundred tensors is refused with its size.
 
 In a notebook the returned object draws itself (`_repr_svg_`); `.svg` is the text of the drawing.
 """
@@ -16,7 +16,7 @@ from html import escape
 
 import numpy as np
 
-from .graph import Tensor
+from .graph import Tensor, toposort
 
 __all__ = ["GraphDrawing", "draw_graph"]
 
@@ -39,24 +39,24 @@ class GraphDrawing:
 
 
 def _graph(roots: list[Tensor]) -> tuple[list[Tensor], list[tuple[int, int]]]:
-    """Every tensor the roots were computed from, inputs before outputs, and the edges as index
-    pairs (input, output). Iterative: a graph thousands of nodes deep must not hit the recursion
-    limit (chapter 1 builds such graphs)."""
+    """Every tensor of the graph, inputs before outputs, and the edges as index pairs (input,
+    output). The order is the engine's own `toposort` (on a student's kit, the student's), which
+    walks only the tensors that need a gradient; the constants an op keeps as inputs are added
+    just before their first consumer."""
     order: list[Tensor] = []
     index: dict[int, int] = {}
-    for root in roots:
-        stack: list[tuple[Tensor, bool]] = [(root, False)]
-        while stack:
-            node, expanded = stack.pop()
-            if id(node) in index:
-                continue
-            inputs = list(node.grad_fn.inputs) if node.grad_fn is not None else []
-            if expanded or not inputs:
-                index[id(node)] = len(order)
-                order.append(node)
-                continue
-            stack.append((node, True))
-            stack.extend((x, False) for x in reversed(inputs) if id(x) not in index)
+
+    def add(t: Tensor) -> None:
+        if id(t) not in index:
+            index[id(t)] = len(order)
+            order.append(t)
+
+    for node in toposort([r for r in roots if r.requires_grad]):
+        for x in node.grad_fn.inputs if node.grad_fn is not None else ():
+            add(x)  # a constant, met first here; a walked input is already in place
+        add(node)
+    for r in roots:  # a root that needs no gradient is a graph of one tensor
+        add(r)
     edges = [(index[id(x)], index[id(node)]) for node in order if node.grad_fn is not None
              for x in node.grad_fn.inputs]
     return order, edges
