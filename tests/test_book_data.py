@@ -2,9 +2,10 @@
 
 The chapter's 45-run ablation is run by book/_code/ablation.py and stored; the chapter itself
 retrains seed 0 of the two chosen configurations and checks them against the store. Here another
-seed is rerun (every MLP configuration and one CNN recipe: the MLP runs take seconds, a CNN run
-about a minute on a shared machine), and the stored file is checked for completeness and for the
-choice it records.
+seed is rerun for the plain recipe, the one configuration of each model the chapter does not
+retrain (the MLP at both budgets, the CNN: about a minute on a shared machine), and the stored
+file is checked for completeness and for the choice it records. A rerun against a store with one
+number changed by one validation image fails (`ablation.py --check 1 --out <tampered copy>`).
 """
 from __future__ import annotations
 
@@ -36,8 +37,8 @@ def test_the_store_holds_every_configuration_on_every_seed_and_the_rules_choice(
 
 @pytest.mark.slow
 def test_a_rerun_of_seed_1_reproduces_the_stored_numbers(tmp_path):
-    result = subprocess.run([sys.executable, str(SCRIPT), "--check", "1", "--only", "MLP", "CNN,plain"],
+    result = subprocess.run([sys.executable, str(SCRIPT), "--check", "1", "--only", "MLP,plain", "CNN,plain"],
                             cwd=ROOT, capture_output=True, text=True, timeout=1800)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert "the rerun matches" in result.stdout
-    assert result.stdout.count("seed 1: validation") == 7, result.stdout
+    assert result.stdout.count("seed 1: validation") == 3, result.stdout
