@@ -52,6 +52,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import nbformat
 import psutil
@@ -62,6 +63,9 @@ from tqdm import tqdm
 from .course import Course, CourseError
 from .judge import worker
 from .nbgrader_glue import record_grades
+
+if TYPE_CHECKING:
+    from .grade_executors import Executor
 
 RUN_PREFIX = "autograder-grade-"
 
@@ -181,16 +185,21 @@ class Run:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
+def reap(prefix: str) -> None:
+    """Remove the folders of ``prefix`` in the system temp dir whose owner process is gone."""
+    for old in Path(tempfile.gettempdir()).glob(f"{prefix}*"):
+        with contextlib.suppress(OSError, ValueError):
+            if not psutil.pid_exists(int((old / "owner.pid").read_text())):
+                shutil.rmtree(old, ignore_errors=True)
+
+
 def scratch_dir(prefix: str) -> Path:
     """A new folder in the system temp dir, owned by this process.
 
     Folders of the same prefix whose owner is gone (killed: kill -9 skips all cleanup) are
     removed first, so interrupted runs do not pile up.
     """
-    for old in Path(tempfile.gettempdir()).glob(f"{prefix}*"):
-        with contextlib.suppress(OSError, ValueError):
-            if not psutil.pid_exists(int((old / "owner.pid").read_text())):
-                shutil.rmtree(old, ignore_errors=True)
+    reap(prefix)
     folder = Path(tempfile.mkdtemp(prefix=prefix))
     (folder / "owner.pid").write_text(str(os.getpid()))
     return folder
@@ -200,6 +209,7 @@ def scratch_dir(prefix: str) -> Path:
 
 @dataclass
 class Job:
+    """One student's grading worker: a process forked from the forkserver, writing into ``scratch``."""
     student: str
     scratch: Path
     fingerprint: str
@@ -224,8 +234,15 @@ class Job:
             return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
         return ""
 
+    def result(self) -> dict | None:
+        """The worker's result, if it wrote one that parses."""
+        with contextlib.suppress(OSError, ValueError):
+            result = json.loads(self.result_path.read_text())
+            return result if isinstance(result, dict) and result.get("success") else None
+        return None
 
-def _workers() -> multiprocessing.context.BaseContext:
+
+def _workers() -> multiprocessing.context.ForkServerContext:
     """Workers are forked from a forkserver that has imported the judge, the checks and the reference once.
 
     Those imports cost about a second of CPU; a fork costs milliseconds. The forkserver is a
@@ -237,19 +254,19 @@ def _workers() -> multiprocessing.context.BaseContext:
     return context
 
 
-def _start(workers: multiprocessing.context.BaseContext, course: Course, job: Job, assignment: str,
-           limits: Limits, unsafe: bool) -> None:
+def start_worker(workers: multiprocessing.context.ForkServerContext, job: Job, *, source: Path, submitted: Path,
+                 budget: float, memory_mb: int | None, unsafe: bool) -> None:
+    """Fork a worker that grades ``submitted`` against the assignment's ``source`` folder into ``job.scratch``."""
     spec = job.scratch / "spec.json"
-    budget = limits.cell_timeout or course.config().Execute.get("timeout") or 60
     spec.write_text(json.dumps({
-        "root": str(job.scratch), "source": str(course.source_dir(assignment)),
-        "submitted": str(course.submitted_dir(job.student, assignment)), "out": str(job.autograded),
+        "root": str(job.scratch), "source": str(source), "submitted": str(submitted), "out": str(job.autograded),
         "result": str(job.result_path), "log": str(job.log_path), "budget": budget,
-        "memory_mb": limits.memory_mb, "unsafe": unsafe, "env": dict(os.environ),
+        "memory_mb": memory_mb, "unsafe": unsafe, "env": dict(os.environ),
     }))
     job.process = workers.Process(target=worker.run, args=(str(spec),), daemon=True,
-                                  name=f"grade {assignment}/{job.student}")
+                                  name=f"grade {source.name}/{job.student}")
     job.process.start()
+    job.started = time.monotonic()  # after start(): the forkserver's own start-up is not counted
 
 
 def kill_tree(process: multiprocessing.process.BaseProcess) -> None:
@@ -285,11 +302,36 @@ def kill_tree(process: multiprocessing.process.BaseProcess) -> None:
     process.join()
 
 
-def _failure_reason(returncode: int, log: str) -> str:
-    ended = f"was killed by signal {-returncode}" if returncode < 0 else f"exited with code {returncode}"
+def failure_reason(returncode: int | None, log: str) -> str:
+    ended = f"was killed by signal {-returncode}" if returncode and returncode < 0 else f"exited with code {returncode}"
     if "MemoryError" in log:
         return "the grading worker ran out of memory"
     return f"the grading worker {ended} without a result (a bug of the grader: see the log)"
+
+
+def timed_out(job: Job, wall: float) -> str:
+    """Kill a worker that ran over its backstop; the reason it failed."""
+    if job.process is not None:
+        kill_tree(job.process)
+    gone = "" if job.log_path.exists() else " (its scratch folder is gone: did the notebook delete files?)"
+    return f"timeout: grading ran over {wall:.0f} s and was killed{gone}"
+
+
+@dataclass
+class Finished:
+    """What an executor hands back for one student: the worker's result, or why there is none.
+
+    ``autograded`` is a folder of this machine holding the autograded notebooks (for a Dask
+    worker: written here from its reply, once checked); ``scratch`` is removed once recorded.
+    """
+    student: str
+    fingerprint: str
+    seconds: float
+    result: dict | None = None
+    autograded: Path | None = None
+    failure: str = ""
+    log: str = ""
+    scratch: Path | None = None
 
 
 # -- recording a result in the real gradebook (this process only) --------------------------------
@@ -319,40 +361,47 @@ def _files(folder: Path) -> set[Path]:
     return {p.relative_to(folder) for p in folder.rglob("*") if p.is_file() and not p.is_symlink()}
 
 
-class _StopRequest:
+class StopRequest:
     """Ctrl-C while grading is a request to stop at the next safe point.
 
     A KeyboardInterrupt raised anywhere could land inside a gradebook session and leave a SQLite
     connection holding its lock (seen in testing: the next run then fails with "database is
-    locked"). Instead, SIGINT only sets a flag, and :meth:`checkpoint` raises between students,
-    where no database session is open.
+    locked"). Instead, SIGINT only sets a flag and writes a byte to :attr:`wakeup` (a pipe an
+    executor waits on beside its workers, so the request is seen at once), and
+    :meth:`checkpoint` raises between students, where no database session is open.
     """
 
     def __init__(self) -> None:
         self.requested = False
-        self._previous = None
+        self._previous: Any = None
+        self.wakeup, self._wakeup_w = os.pipe()
 
-    def __enter__(self) -> _StopRequest:
+    def __enter__(self) -> StopRequest:
         if threading.current_thread() is threading.main_thread():  # signals are main-thread only
             self._previous = signal.signal(signal.SIGINT, self._request)
         return self
 
-    def _request(self, signum, frame) -> None:
+    def _request(self, signum: int, frame: object) -> None:
         self.requested = True
+        with contextlib.suppress(OSError):
+            os.write(self._wakeup_w, b"!")
 
     def checkpoint(self) -> None:
         if self.requested:
             raise KeyboardInterrupt
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         if self._previous is not None:
             signal.signal(signal.SIGINT, self._previous)
+        os.close(self.wakeup)
+        os.close(self._wakeup_w)
 
 
-def _record(course: Course, assignment: str, job: Job, ledger: Ledger, result: dict) -> Outcome:
-    student = job.student
+def _record(course: Course, assignment: str, done: Finished, ledger: Ledger, result: dict) -> Outcome:
+    student = done.student
     submitted = course.submitted_dir(student, assignment)
-    autograded = job.autograded
+    assert done.autograded is not None
+    autograded = done.autograded
     stamp = course.coursedir().get_existing_timestamp(str(submitted))
     config = course.config()
     with warnings.catch_warnings():
@@ -373,7 +422,7 @@ def _record(course: Course, assignment: str, job: Job, ledger: Ledger, result: d
             record_grades(path, assignment, student, course.db_url, config)
         keep = _files(course.source_dir(assignment)) | _files(submitted) | {Path("timestamp.txt")}
         _install(autograded, course.autograded_dir(student, assignment), keep)
-        ledger.mark_graded(student, job.fingerprint)
+        ledger.mark_graded(student, done.fingerprint)
     outcome = _graded_outcome(course, assignment, student, "graded")
     unreadable = list((result.get("unreadable") or {}).values())
     outcome.detail = "; ".join([*unreadable, *([outcome.detail] if outcome.detail else [])])
@@ -437,69 +486,94 @@ def require_sandbox(unsafe: bool) -> None:
 
 def grade(course: Course, assignment: str, students: list[str] | None = None, *, jobs: int = 1,
           limits: Limits = Limits(), force: bool = False, progress: bool = True,
-          unsafe: bool = False) -> list[Outcome]:
-    """Grade the submissions of ``assignment``; returns one Outcome per selected student."""
+          unsafe: bool = False, scheduler: str | None = None) -> list[Outcome]:
+    """Grade the submissions of ``assignment``; returns one Outcome per selected student.
+
+    ``scheduler`` (``tcp://HOST:PORT``): grade on that Dask cluster's workers instead of ``jobs``
+    local ones (:mod:`autograder.grade_executors`); this process still records every grade."""
+    from .grade_executors import DaskExecutor, LocalExecutor
+
     course.require_assignment(assignment)
-    require_sandbox(unsafe)
+    if scheduler is None:
+        require_sandbox(unsafe)  # a Dask cluster's workers are asked, each for itself
     students = select_students(course, assignment, students)
     ledger = Ledger(course, assignment)
     outcomes: dict[str, Outcome] = {}
-    with _exclusive(course, assignment), _StopRequest() as stop:
+    with _exclusive(course, assignment), StopRequest() as stop:
         with course.gradebook() as gb:
             done = [s for s in students if not force and ledger.is_done(gb, s)]
         for student in done:
             outcomes[student] = _graded_outcome(course, assignment, student, "already graded")
-        todo = deque(s for s in students if s not in outcomes)
+        todo = [s for s in students if s not in outcomes]
         if todo:
-            _grade_all(course, assignment, todo, jobs, limits, ledger, outcomes, progress, stop, unsafe)
+            run = Run(course, assignment)
+            executor: Executor
+            try:
+                if scheduler is None:
+                    executor = LocalExecutor(course, assignment, limits, unsafe, run, jobs)
+                else:
+                    executor = DaskExecutor(scheduler, course, assignment, limits, unsafe, run)
+                try:
+                    outcomes.update(GradingRun(course, assignment, ledger, executor, stop, progress).grade(todo))
+                finally:
+                    executor.close()  # on Ctrl-C or an error: stops what is still running
+            finally:
+                run.close()
     return [outcomes[s] for s in students if s in outcomes]
 
 
-def _grade_all(course, assignment, todo, jobs, limits, ledger, outcomes, progress, stop, unsafe) -> None:
-    workers = _workers()
-    multiprocessing.forkserver.ensure_running()  # its imports overlap with the preparation below
-    run = Run(course, assignment)
-    wall = _wall_limit(course, assignment, limits)
-    running: list[Job] = []
+@dataclass
+class GradingRun:
+    """Grading a list of students through one executor, recording each as its worker finishes.
 
-    def launch(student: str) -> None:
-        ledger.unmark(student)  # from here until recorded, this student is not done
-        job = Job(student, run.scratch_folder(student), fingerprint(course.submitted_dir(student, assignment)))
-        _start(workers, course, job, assignment, limits, unsafe)
-        job.started = time.monotonic()  # after start(): the forkserver's own start-up is not counted
-        job.deadline = job.started + wall
-        running.append(job)
+    The executor starts workers (local processes or Dask tasks) and blocks until at least one
+    has finished; this object is the only writer of the ledger and the gradebook, so whatever
+    runs the workers, "done" keeps one meaning.
+    """
+    course: Course
+    assignment: str
+    ledger: Ledger
+    executor: Executor
+    stop: StopRequest
+    progress: bool = True
+    outcomes: dict[str, Outcome] = field(default_factory=dict)
 
-    def finish(job: Job, outcome: Outcome, bar: tqdm) -> None:
-        outcome.seconds = time.monotonic() - job.started
+    def grade(self, students: list[str]) -> dict[str, Outcome]:
+        todo = deque(students)
+        with tqdm(total=len(todo), desc=f"grading {self.assignment}", unit="student",
+                  disable=not self.progress, file=sys.stderr) as bar:
+            while todo or self.executor.busy():
+                self.stop.checkpoint()
+                while todo and self.executor.room() > 0:
+                    self._launch(todo.popleft())
+                for done in self.executor.wait(self.stop):
+                    self._finish(done, bar)
+        return self.outcomes
+
+    def _launch(self, student: str) -> None:
+        self.ledger.unmark(student)  # from here until recorded, this student is not done
+        self.executor.submit(student, fingerprint(self.course.submitted_dir(student, self.assignment)))
+
+    def _finish(self, done: Finished, bar: tqdm) -> None:
+        if done.student in self.outcomes:  # a task Dask ran twice: the first reply counts
+            return
+        try:
+            if done.result is None:
+                outcome = Outcome(done.student, "failed", done.failure, log=done.log)
+            else:
+                outcome = _record(self.course, self.assignment, done, self.ledger, done.result)
+        finally:
+            if done.scratch is not None:
+                shutil.rmtree(done.scratch, ignore_errors=True)
+        outcome.seconds = done.seconds
         if outcome.status == "failed":
-            ledger.mark_failed(job.student, outcome.detail, outcome.log)
-        outcomes[job.student] = outcome
-        running.remove(job)
-        shutil.rmtree(job.scratch, ignore_errors=True)
-        bar.set_postfix_str(f"{job.student}: {outcome.status}")
+            self.ledger.mark_failed(done.student, outcome.detail, outcome.log)
+        self.outcomes[done.student] = outcome
+        bar.set_postfix_str(f"{done.student}: {outcome.status}")
         bar.update(1)
 
-    try:
-        with tqdm(total=len(todo), desc=f"grading {assignment}", unit="student",
-                  disable=not progress, file=sys.stderr) as bar:
-            while todo or running:
-                stop.checkpoint()
-                while todo and len(running) < jobs:
-                    launch(todo.popleft())
-                time.sleep(0.05)
-                for job in list(running):
-                    if job.process.exitcode is not None:
-                        finish(job, _outcome(course, assignment, job, ledger), bar)
-                    elif time.monotonic() > job.deadline:
-                        finish(job, _timed_out(job, wall), bar)
-    finally:
-        for job in running:  # only on Ctrl-C or an error: stop what is still running
-            kill_tree(job.process)
-        run.close()
 
-
-def _wall_limit(course: Course, assignment: str, limits: Limits) -> float:
+def wall_limit(course: Course, assignment: str, limits: Limits) -> float:
     """The backstop for one student: by default long enough for every exercise to use its whole
     budget (a student whose every answer hangs still gets each exercise judged, and 0 for those),
     twice (an exercise that finds a hung cell is judged again without it), each stretched as far
@@ -509,31 +583,14 @@ def _wall_limit(course: Course, assignment: str, limits: Limits) -> float:
     if limits.notebook_timeout is not None:
         return limits.notebook_timeout * max(1, len(notebooks))
     from .judge.grading import judged_exercises, spec_by_id
-    budget = limits.cell_timeout or course.config().Execute.get("timeout") or 60
     total = 0.0
     for name in notebooks:
         for exercise in judged_exercises(nbformat.read(course.source_dir(assignment) / f"{name}.ipynb",
                                                        as_version=4).cells):
-            total += 2 * (WALL_STRETCH * (spec_by_id(exercise).budget or budget) + 5)
+            total += 2 * (WALL_STRETCH * (spec_by_id(exercise).budget or exercise_budget(course, limits)) + 5)
     return total + 60
 
 
-def _timed_out(job: Job, wall: float) -> Outcome:
-    kill_tree(job.process)
-    gone = "" if job.log_path.exists() else " (its scratch folder is gone: did the notebook delete files?)"
-    return Outcome(job.student, "failed", f"timeout: grading ran over {wall:.0f} s and was killed{gone}",
-                   log=job.log_tail())
-
-
-def _outcome(course: Course, assignment: str, job: Job, ledger: Ledger) -> Outcome:
-    """A finished worker: record its grades, or say why there are none."""
-    result = None
-    if job.result_path.exists():
-        try:
-            result = json.loads(job.result_path.read_text())
-        except ValueError:
-            result = None
-    if result is None or not result.get("success"):
-        log = job.log_tail()
-        return Outcome(job.student, "failed", _failure_reason(job.process.exitcode, log), log=log)
-    return _record(course, assignment, job, ledger, result)
+def exercise_budget(course: Course, limits: Limits) -> float:
+    """Seconds of sandbox clock per exercise, unless its spec says otherwise."""
+    return limits.cell_timeout or course.config().Execute.get("timeout") or 60
