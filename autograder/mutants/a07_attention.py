@@ -9,7 +9,7 @@ from autograder.mutants import Mutant
 
 _SOFTMAX_BODY = """    z = x if mask is None else x + mask
     m = np.max(z, axis=-1, keepdims=True)
-    m = np.where(np.isfinite(m), m, 0)  # an all -inf row: exp(-inf - 0) = 0 instead of nan
+    m[~np.isfinite(m)] = 0  # an all -inf row: exp(-inf - 0) = 0 instead of nan
     e = np.exp(z - m)
     total = np.sum(e, axis=-1, keepdims=True)
     return e / np.where(total > 0, total, 1)"""
@@ -44,7 +44,7 @@ MUTANTS = [
            replace=_SOFTMAX_BODY.replace("axis=-1", "axis=-2"),
            why="normalizes over the queries (axis -2) instead of the keys"),
     Mutant(id="fully-masked-row-nan", exercise="a07-masked-softmax",
-           find="    m = np.where(np.isfinite(m), m, 0)  # an all -inf row: exp(-inf - 0) = 0 instead of nan\n",
+           find="    m[~np.isfinite(m)] = 0  # an all -inf row: exp(-inf - 0) = 0 instead of nan\n",
            replace="",
            why="a fully masked row gives nan instead of PyTorch's zeros"),
     Mutant(id="softmax-not-stable", exercise="a07-masked-softmax",

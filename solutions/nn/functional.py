@@ -145,7 +145,7 @@ def layer_norm(
     normalized elements, every sample is a "channel" whose statistics batch_norm takes over D.
     """
     x = as_tensor(x)
-    shape = (normalized_shape,) if isinstance(normalized_shape, (int, np.integer)) else tuple(normalized_shape)
+    shape = (int(normalized_shape),) if isinstance(normalized_shape, (int, np.integer)) else tuple(normalized_shape)
     k = len(shape)
     if k == 0 or x.ndim < k or x.shape[x.ndim - k:] != shape:
         raise ValueError(f"layer_norm: normalized_shape {shape} must be the last axes of the input, "

@@ -155,7 +155,7 @@ def masked_softmax_array(x: np.ndarray, mask: np.ndarray | None) -> np.ndarray:
     """softmax(x + mask) over the last axis; a row with no finite entry gives zeros."""
     z = x if mask is None else x + mask
     m = np.max(z, axis=-1, keepdims=True)
-    m = np.where(np.isfinite(m), m, 0)  # an all -inf row: exp(-inf - 0) = 0 instead of nan
+    m[~np.isfinite(m)] = 0  # an all -inf row: exp(-inf - 0) = 0 instead of nan
     e = np.exp(z - m)
     total = np.sum(e, axis=-1, keepdims=True)
     return e / np.where(total > 0, total, 1)
