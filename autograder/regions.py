@@ -8,6 +8,7 @@ included). `autograder.sync` copies bodies from solutions/ into the notebooks, a
 from __future__ import annotations
 
 import ast
+import functools
 import io
 import tokenize
 from dataclasses import dataclass
@@ -70,17 +71,24 @@ def _has_docstring(fn: ast.FunctionDef) -> bool:
     return isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str)
 
 
+@functools.lru_cache(maxsize=64)
+def _parsed(source: str) -> ast.Module:
+    return ast.parse(source)
+
+
+@functools.lru_cache(maxsize=1024)
 def locate(source: str, qualname: str) -> Body:
-    """The body of `qualname` (after its docstring) in Python `source`."""
+    """The body of `qualname` (after its docstring) in Python `source` (the kit is built per exercise
+    judged, from the same few files: each is parsed once per process)."""
     lines = source.split("\n")
-    fn = _find_def(ast.parse(source), qualname)
+    fn = _find_def(_parsed(source), qualname)
     statements = fn.body[1:] if _has_docstring(fn) else fn.body
     if not statements:
         raise RegionError(f"{qualname}: has no statements after its docstring")
-    after = fn.body[0].end_lineno if _has_docstring(fn) else _header_end(lines, fn)
+    after = (fn.body[0].end_lineno or fn.body[0].lineno) if _has_docstring(fn) else _header_end(lines, fn)
     if statements[0].lineno <= _header_end(lines, fn):
         raise RegionError(f"{qualname}: its body starts on the line of its signature; put it on its own lines")
-    start, end = after + 1, statements[-1].end_lineno
+    start, end = after + 1, statements[-1].end_lineno or statements[-1].lineno
     while start < end and not lines[start - 1].strip():
         start += 1
     indent = lines[statements[0].lineno - 1][: statements[0].col_offset]
@@ -110,7 +118,7 @@ def _enclosing_def(tree: ast.AST, line: int, column: int) -> str | None:
     by `column`. AST spans end at the last statement, so a trailing comment (the END marker) is
     placed by indentation: the def starts before it, is indented less, and no statement indented
     like the def or less comes in between."""
-    defs: list[tuple[str, ast.AST]] = []
+    defs: list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]] = []
     statements: list[ast.stmt] = [n for n in ast.walk(tree) if isinstance(n, ast.stmt)]
 
     def walk(node: ast.AST, prefix: str) -> None:

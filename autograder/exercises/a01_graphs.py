@@ -22,6 +22,7 @@ import math
 import numpy as np
 
 from autograder.judge.checks import (
+    chain_in_sandbox,
     close,
     identity,
     kind,
@@ -29,6 +30,7 @@ from autograder.judge.checks import (
     reference_engine,
     run,
     same_object,
+    sandbox_operator,
     sandbox_type,
     student_engine,
     student_engine_session,
@@ -94,7 +96,8 @@ def _op_case(f, name: str, label: str, args: list, forward, local_grads, rng, hi
     `args` holds floats (made Values) and ("num", x) for plain numbers; `local_grads(*values)`
     returns d out / d arg for each Value argument, in order."""
     S = _S()
-    values, call_args = [], []
+    values: list = []
+    call_args: list = []
     for a in args:
         if isinstance(a, tuple) and a[0] == "num":
             call_args.append(a[1])
@@ -315,24 +318,24 @@ def _ladder(E, depth: int):
     return v, [x]
 
 
-def _chain(E, length: int):
-    x = E.Value(0.1)
-    v = x
-    for _ in range(length):
-        v = v + 1.0
-    return v, [x]
+def _chain(S, length: int):
+    """x + 0.0 + 0.0 + ...: `length` additions, built by the sandbox in one request. Adding 0 makes
+    every addition the same call (the kit answers a repeated call of a sealed op from its cache)."""
+    x = S.Value(0.1)
+    return chain_in_sandbox(sandbox_operator("add"), x, 0.0, length, every=False), [x]
 
 
-def _known_chain(E, length: int) -> tuple:
+def _known_chain(S, length: int) -> tuple:
     """A chain of additions of one shared constant, with its graph as `_graph` gives it, known as
-    it is built: walking 10 000 nodes through the sandbox would cost two requests per node."""
-    x, one = E.Value(0.1), E.Value(1.0)
-    nodes, children, v = [x, one], {identity(x): [], identity(one): []}, x
-    for _ in range(length):
-        below, v = v, v + one
-        nodes.append(v)
-        children[identity(v)] = [identity(below), identity(one)]
-    return v, (nodes, children)
+    it is built (by the sandbox, in one request): walking 10 000 nodes through the sandbox would
+    cost two requests per node."""
+    x, zero = S.Value(0.1), S.Value(0.0)
+    chain = chain_in_sandbox(sandbox_operator("add"), x, zero, length)
+    nodes = [*chain, zero]
+    children: dict[tuple[str, int], list] = {identity(x): [], identity(zero): []}
+    for below, v in zip(chain, chain[1:], strict=False):
+        children[identity(v)] = [identity(below), identity(zero)]
+    return chain[-1], (nodes, children)
 
 
 def _graph(root) -> tuple[list, dict]:
@@ -604,15 +607,22 @@ def check_toposort(toposort, rng):
         order = run("a diamond ladder: toposort", f, [top], hint=_topo_hint)
     _check_length(order, len(nodes), "a diamond ladder")
     _check_tensor_order(order, (nodes, inputs, set()), "a diamond ladder")
-    x = S.Tensor(np.array([0.5]), requires_grad=True)
-    nodes, inputs, top = {identity(x): x}, {identity(x): []}, x
-    for _ in range(TENSOR_CHAIN):
-        below, top = top, top + 1.0
-        nodes[identity(top)] = top
-        inputs[identity(top)] = [identity(below)]
+    chain = _tensor_chain(S, TENSOR_CHAIN)
+    nodes = {identity(t): t for t in chain}
+    inputs = {identity(x): [identity(below)] for below, x in zip(chain, chain[1:], strict=False)}
+    inputs[identity(chain[0])], top = [], chain[-1]
     order = run(f"a chain of {TENSOR_CHAIN} ops: toposort", f, [top], hint=_topo_hint)
     _check_length(order, len(nodes), f"a chain of {TENSOR_CHAIN} ops")
     _check_tensor_order(order, (nodes, inputs, set()), f"a chain of {TENSOR_CHAIN} ops")
+
+
+def _tensor_chain(S, length: int, x=None, *, every: bool = True):
+    """x + 0 + 0 + ...: `length` ops, built by the sandbox in one request. The op is the engine's
+    own GradSum (a + b, gradient to both), not an exercise: a walk of 5 000 nodes then costs no
+    request to the judge either (an exercise's op is sealed: one request per call)."""
+    if x is None:
+        x = S.Tensor(np.array([0.5]), requires_grad=True)
+    return chain_in_sandbox(S.graph.GradSum.apply, x, np.zeros(1), length, every=every)
 
 
 def _slow_tensors(what: str) -> str:
@@ -897,9 +907,7 @@ def _check_deep(S) -> None:
     if not _same(_array(x.grad), np.ones(1)):
         raise GradingFailure("a diamond ladder: wrong gradient; process each tensor once, after all its consumers")
     x = S.Tensor(np.array([0.5]), requires_grad=True)
-    top = x
-    for _ in range(TENSOR_CHAIN):
-        top = top + 1.0
+    top = _tensor_chain(S, TENSOR_CHAIN, x, every=False)
     _backward(f"a chain of {TENSOR_CHAIN} ops", top)
     if not _same(_array(x.grad), np.ones(1)):
         raise GradingFailure(f"a chain of {TENSOR_CHAIN} ops: the input's gradient is wrong: process each tensor "

@@ -120,8 +120,14 @@ def code_cells(cells: list[dict], exercise: str) -> list[tuple[str, str]]:
 def compiled(modules: dict[str, list]) -> dict[str, list]:
     """{name: [is_package, source, filename]} -> the same with marshalled code objects instead of
     sources: compiled once here rather than in every sandbox."""
-    return {name: [is_package, marshal.dumps(compile(source, filename, "exec")), filename]
+    return {name: [is_package, _marshalled(source, filename), filename]
             for name, (is_package, source, filename) in modules.items()}
+
+
+@functools.lru_cache(maxsize=2048)
+def _marshalled(source: str, filename: str) -> bytes:
+    """Most of the kit's modules are the same text for every exercise: compiled once per process."""
+    return marshal.dumps(compile(source, filename, "exec"))
 
 
 # Checks that drive exercises of a later assignment, which are then sealed rather than stubbed:
@@ -197,8 +203,10 @@ class HungCells:
     """The cells that ran over their exercise's budget, remembered for the exercises below them.
 
     Every exercise re-runs the cells above it in a fresh sandbox; a cell that hangs would cost
-    each of them a whole budget. One that hung once is not run again: the exercises that need
-    it fail at once, with the same message.
+    each of them a whole budget. This base class fails the exercises below a hung cell at once,
+    with the same message (:func:`judge` on its own, as the tests call it); grading a submission
+    uses :class:`autograder.judge.grading.SkippedCells`, which skips the cell instead, as
+    nbgrader interrupts a cell and goes on.
     """
 
     def __init__(self) -> None:
@@ -232,8 +240,9 @@ def judge(exercise_id: str, cells: list[tuple[str, str]], *, sandbox: Sandbox, b
         seconds = time.monotonic() - started  # the judging, not the scrubbing (its index is built once)
         return Verdict(exercise_id, passed, scrub(message, exercise_id), seconds, detail)
 
-    if hung is not None and hung.known(cells):
-        return verdict(False, hung.known(cells))
+    known = hung.known(cells) if hung is not None else None
+    if known is not None:
+        return verdict(False, known)
     try:
         with Session(sandbox, budget=budget) as session, _judging(session):
             session.oracle = Oracle(list(sealed_specs))

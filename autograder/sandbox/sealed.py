@@ -159,6 +159,21 @@ def _node():
     return _node_class[0]
 
 
+# The judge's answers for assignment 1's scalar ops, by their plain arguments: an op of the
+# reference is a function of those alone, and a check's long chains (x + 0.0 + 0.0 + ...) repeat one
+# call thousands of times. A reply is plain data, rebuilt into new Values on every call.
+_scalar_replies: dict = {}
+
+
+def _scalar_key(exercise: str, member: str, template: list, data: list):
+    """The cache key of a call, or None if an argument is not a plain number, string or None."""
+    plain = (bool, int, float, str, type(None))
+    parts = [(name, slot, type(value).__name__, value) for name, slot, value in template]
+    if not all(type(value) in plain for *_, value in template) or not all(type(d) in (int, float) for d in data):
+        return None
+    return (exercise, member, tuple(parts), tuple((type(d).__name__, d) for d in data))
+
+
 def _scalar(exercise: str, member: str, args: dict, Value):
     values: list = []
     template = []
@@ -168,8 +183,15 @@ def _scalar(exercise: str, member: str, args: dict, Value):
             values.append(value)
         else:
             template.append([name, None, value])
-    reply = _ask({"op": "scalar", "exercise": exercise, "member": member, "template": template,
-                  "data": [v.data for v in values]})
+    data = [v.data for v in values]
+    key = _scalar_key(exercise, member, template, data)
+    reply = _scalar_replies.get(key) if key is not None else None
+    if reply is None:
+        reply = _ask({"op": "scalar", "exercise": exercise, "member": member, "template": template, "data": data})
+        if key is not None:
+            if len(_scalar_replies) >= 4096:
+                _scalar_replies.clear()
+            _scalar_replies[key] = reply
     children = tuple(values[i] if i is not None else Value(data) for i, data in reply["children"])
     out = Value(reply["data"], children, reply["op"])
     partials = reply["partials"]
