@@ -208,7 +208,7 @@ class SafeHTMLExporter(HTMLExporter):
 
 def mathjax_dir() -> Path:
     dist = importlib.metadata.distribution("sphinx-mathjax-offline")
-    path = Path(dist.locate_file("sphinx-mathjax-offline/static/mathjax"))
+    path = Path(str(dist.locate_file("sphinx-mathjax-offline/static/mathjax")))
     if not (path / "tex-chtml.js").is_file():
         raise CourseError(f"MathJax 3 not found at {path}: install sphinx-mathjax-offline (requirements.txt)")
     return path

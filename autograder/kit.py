@@ -98,7 +98,7 @@ def _rename(text: str, top_level: bool) -> str:
 
 
 def _init_source(specs: list[spec_module.Spec], autoload: bool) -> str:
-    homes = {}
+    homes: dict[str, tuple[str, str]] = {}
     for s in specs:
         module = _rename(s.module, top_level=False)
         if s.name in homes and homes[s.name][0] != module:

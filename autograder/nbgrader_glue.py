@@ -178,7 +178,7 @@ def alembic_head() -> str:
     """The gradebook schema revision of the installed nbgrader (what ``alembic heads`` prints)."""
     config = AlembicConfig()
     config.set_main_option("script_location", str(Path(nbgrader.__file__).resolve().parent / "alembic"))
-    return ScriptDirectory.from_config(config).get_current_head()
+    return str(ScriptDirectory.from_config(config).get_current_head())
 
 
 def fast_gradebook_creation() -> None:

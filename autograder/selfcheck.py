@@ -229,11 +229,11 @@ def check(course: Course, assignment: str, *, jobs: int = 2, cell_timeout: int |
         verdicts = []
         for outcome in outcomes:
             scores = _scores(scratch, assignment, outcome.student) if outcome.status != "failed" else None
-            mutant = by_student.get(outcome.student)
-            verdict = _judge(mutant.id if mutant else outcome.student, outcome, cells, scores, mutant)
-            if mutant is not None and verdict.ok and phrases is not None:
-                verdict = _names_the_mistake(verdict, mutant, phrases.get(mutant.id),
-                                             _messages(scratch, assignment, outcome.student, mutant.exercise))
+            subject = by_student.get(outcome.student)
+            verdict = _judge(subject.id if subject else outcome.student, outcome, cells, scores, subject)
+            if subject is not None and verdict.ok and phrases is not None:
+                verdict = _names_the_mistake(verdict, subject, phrases.get(subject.id),
+                                             _messages(scratch, assignment, outcome.student, subject.exercise))
             verdicts.append(verdict)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

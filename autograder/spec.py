@@ -53,8 +53,15 @@ class Spec:
         return self.source is not None
 
     @property
+    def reference_source(self) -> str:
+        """``source`` of an exercise whose reference is in solutions/ ("solutions.ops:Mul")."""
+        if self.source is None:
+            raise AttributeError(f"exercise {self.id} has no reference in solutions/")
+        return self.source
+
+    @property
     def module(self) -> str:
-        return self.source.split(":")[0]
+        return self.reference_source.split(":")[0]
 
     @property
     def name(self) -> str:
@@ -65,7 +72,7 @@ class Spec:
 
     @property
     def qualname(self) -> str:
-        return self.source.split(":")[1]
+        return self.reference_source.split(":")[1]
 
     @property
     def prefix(self) -> str:
@@ -82,7 +89,7 @@ class Spec:
     def path(self) -> Path:
         """The reference source file."""
         module = importlib.import_module(self.module)
-        return Path(module.__file__)
+        return Path(str(module.__file__))
 
     def reference(self) -> Any:
         obj: Any = importlib.import_module(self.module)

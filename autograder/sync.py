@@ -46,7 +46,7 @@ def _signature(source: str, qualname: str) -> str | None:
         tree = ast.parse(source)
     except SyntaxError:
         return None
-    node: ast.AST = tree
+    node: ast.AST | None = tree
     for part in qualname.split("."):
         node = next((n for n in getattr(node, "body", []) if getattr(n, "name", None) == part), None)
         if node is None:

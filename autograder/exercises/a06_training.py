@@ -253,7 +253,7 @@ def _one_step(train_step) -> None:
     if not np.isclose(float(loss.item()), want_loss.item(), rtol=1e-6):
         raise GradingFailure("the loss train_step returns is not loss_fn(model(x), y) before the update")
     after = training.weights(model)
-    grads = {"weight": reference.weight.grad.data, "bias": reference.bias.grad.data}
+    grads = {"weight": reference.weight.grad.data, "bias": reference.bias.grad.data}  # type: ignore[union-attr]
     stale = 100.0
     for name in ("weight", "bias"):
         moved = before[name] - after[name]

@@ -73,6 +73,7 @@ def _import(path: Path) -> None:
     _IMPORTED.add(path)
     name = f"autograder_exercises_{hashlib.sha1(str(path).encode()).hexdigest()[:8]}_{path.stem}"
     spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None, path
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
 

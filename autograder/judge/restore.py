@@ -59,7 +59,7 @@ def restore(template: NotebookNode, submitted: NotebookNode) -> tuple[NotebookNo
     for i, cell in enumerate(tcells):
         meta = _nbgrader(cell)
         kind = _kind(meta) if meta is not None else None
-        if kind and meta["grade_id"] not in kinds:
+        if kind and meta is not None and meta["grade_id"] not in kinds:
             kinds[meta["grade_id"]] = (i, kind)
 
     cells = [_normalised(c) for c in _cells(submitted)]
@@ -255,7 +255,7 @@ def _stub(tcell: NotebookNode) -> str:
     lines, inside, replaced = [], False, False
     for line in tcell.source.split("\n"):
         if BEGIN_SOLUTION in line:
-            indent = re.match(r"\s*", line).group(0)
+            indent = line[:len(line) - len(line.lstrip())]
             lines += [indent + s for s in stub.split("\n")]
             inside = replaced = True
         elif END_SOLUTION in line:

@@ -110,7 +110,7 @@ class Oracle:
             return reference
         if member not in s.regions:
             raise OracleError("NotImplementedError", f"{s.name} has no sealed member {member!r}")
-        obj = reference.__new__(reference)
+        obj = reference.__new__(reference)  # type: ignore[call-overload]
         if isinstance(state, dict):
             for key, value in state.items():
                 if isinstance(key, str) and not key.startswith("__"):

@@ -287,6 +287,7 @@ class Session:
         self.process = subprocess.Popen(sandbox.command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                         stderr=self._errlog, env=sandbox.env(), close_fds=True,
                                         start_new_session=True)
+        assert self.process.stdin is not None and self.process.stdout is not None
         self._reader = wire.Reader(self.process.stdout.fileno(), sandbox.limits.message_mb << 20)
         self._modules: dict[str, object] = {}
         self.running: str | None = None  # the cell the sandbox is running, while it runs the student's cells
@@ -337,7 +338,7 @@ class Session:
             self.process.wait(timeout=10)
         for stream in (self.process.stdin, self.process.stdout):
             with contextlib.suppress(Exception):
-                stream.close()
+                stream.close()  # type: ignore[union-attr]  # None only if Popen failed
         self._errlog.close()
 
     def __enter__(self) -> Session:
@@ -372,7 +373,7 @@ class Session:
     def _send(self, message: dict, blobs: list[bytes]) -> None:
         self._check_alive()
         try:
-            wire.write(self.process.stdin.fileno(), wire.pack(message, blobs))
+            wire.write(self.process.stdin.fileno(), wire.pack(message, blobs))  # type: ignore[union-attr]
         except (BrokenPipeError, OSError):
             raise self._died() from None
 
@@ -482,9 +483,10 @@ def death_reason(code: int | None) -> str:
         code = 128 - code
     if code < 0:
         sig = -code
-        names = {signal.SIGSEGV: "crashed with a segmentation fault", signal.SIGKILL: "was killed (out of memory?)",
-                 signal.SIGXCPU: "ran out of CPU time", signal.SIGABRT: "aborted", signal.SIGXFSZ:
-                 "wrote a file over the size limit", signal.SIGBUS: "crashed (bus error)"}
+        names: dict[int, str] = {
+            signal.SIGSEGV: "crashed with a segmentation fault", signal.SIGKILL: "was killed (out of memory?)",
+            signal.SIGXCPU: "ran out of CPU time", signal.SIGABRT: "aborted",
+            signal.SIGXFSZ: "wrote a file over the size limit", signal.SIGBUS: "crashed (bus error)"}
         return names.get(sig, f"was killed by signal {sig}")
     return f"exited with code {code} (os._exit, sys.exit or a crash)"
 

@@ -84,6 +84,7 @@ def load_expected(assignment: str) -> dict[str, str] | None:
     if path is None:
         return None
     spec = importlib.util.spec_from_file_location(f"autograder_mutants_{assignment}_expected", path)
+    assert spec is not None and spec.loader is not None, path
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     expected = getattr(module, "EXPECTED", None)
@@ -97,6 +98,7 @@ def _load(assignment: str, name: str) -> list[Mutant]:
     if path is None:
         return []
     spec = importlib.util.spec_from_file_location(f"autograder_mutants_{assignment}", path)
+    assert spec is not None and spec.loader is not None, path
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     mutants = getattr(module, name, None if name == "MUTANTS" else [])
