@@ -412,7 +412,7 @@ def place(entry: Entry, notebooks: list[str], rules: Rules) -> tuple[str, str, b
     if lms is not None:
         notebook, resubmission = notebook_of(lms.original, notebooks)
         student = lms.student
-        lms = Placement(lms.student, lms.original, lms.late, lms.rank or resubmission)
+        lms = Placement(lms.student, lms.original, lms.late, lms.rank or resubmission, lms.system)
     else:
         student, notebook = identify(entry.path, notebooks, rules.mapping)
     check_student_id(student)
@@ -432,8 +432,14 @@ def _lms_time(entry: Entry, lms: Placement | None, due: datetime | None) -> tupl
     """The entry with the time nbgrader should judge it by, and a note for the report.
 
     A Canvas zip entry's time is when the zip was made: a file Canvas counts on time is given the
-    due date if its entry time is later; a file Canvas flags late keeps it (an upper bound)."""
-    if lms is None or lms.late is None:
+    due date if its entry time is later; a file Canvas flags late keeps it (an upper bound). A
+    Moodle file keeps its time; after the due date, the report says what that time is."""
+    if lms is None:
+        return entry, ""
+    if lms.late is None:
+        if due is not None and entry.mtime > due:
+            return entry, (f"after the due date by the {lms.system.capitalize()} export's file time "
+                           f"{entry.mtime:%Y-%m-%d %H:%M} UTC (check it against the LMS's submission time)")
         return entry, ""
     if not lms.late:
         if due is not None and entry.mtime > due:

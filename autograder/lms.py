@@ -36,7 +36,9 @@ that logic is kept. Neither export carries a submission time file; a zip entry's
 the export was made (Canvas writes entries when the zip is built), so a Canvas file *without*
 ``_LATE`` that would look late by it gets the due date as its time (Canvas says it was on time), and
 one *with* ``_LATE`` keeps the entry's time (an upper bound of the submission time: the penalty
-computed from it is reported as such by collect). Moodle files keep the entry's time.
+computed from it is reported as such by collect). Moodle files keep the entry's time; one after the
+due date is reported as late by that time, which the instructor checks against Moodle's grading
+table (its "Last modified (submission)" column), since no Moodle layout says whether it was late.
 
 **Grade imports** (``autograder report``): ``canvas_grades.csv`` in the layout of Canvas's own
 gradebook export, which its importer reads back (``Student,ID,SIS User ID,SIS Login ID,Section``
@@ -113,6 +115,7 @@ class Placement:
     original: str           # the file name the student uploaded, the LMS's additions removed
     late: bool | None       # Canvas's _LATE flag; None when the layout does not say
     rank: int               # orders two copies of one notebook: Canvas's file id, a resubmission's -N
+    system: str = "canvas"
 
 
 def _name_key(name: str) -> str:
@@ -246,7 +249,7 @@ def moodle_placement(path: PurePosixPath, roster: Roster | None) -> Placement | 
             raise ValueError(f"Moodle participant {participant} ({name}) is not in the roster "
                              "(no moodle_id and no first_name last_name that match)")
         student = named[0]
-    return Placement(student.id, original, None, 0)
+    return Placement(student.id, original, None, 0, "moodle")
 
 
 def lms_placement(path: PurePosixPath, lms: str, roster: Roster | None) -> Placement | None:

@@ -160,6 +160,15 @@ def test_collect_a_moodle_export_folder_then_its_zip(course, tmp_path, capsys):
     assert autograder(course, "collect", ASSIGNMENT, str(export), "--lms", "canvas") == 0
     assert "0 student(s) imported, 6 file(s) skipped" in capsys.readouterr().out
 
+    # Moodle says nothing of lateness: a file timed after the due date is reported with its time
+    with course.gradebook() as gb:
+        gb.update_or_create_assignment(ASSIGNMENT, duedate=datetime(2026, 11, 20, 11, 0))
+    assert autograder(course, "collect", ASSIGNMENT, str(tmp_path / "moodle.zip")) == 0
+    zip_time = datetime(*ZIP_TIME).astimezone(timezone.utc)
+    assert table(capsys.readouterr().out)["ana"][1] == (
+        "unchanged (identical to the submission already collected); after the due date by the Moodle export's "
+        f"file time {zip_time:%Y-%m-%d %H:%M} UTC (check it against the LMS's submission time)")
+
 
 # -- Canvas: collect, grade, report --------------------------------------------------------------
 
