@@ -117,12 +117,23 @@ class Oracle:
                     object.__setattr__(obj, key, value)
         return getattr(obj, member)
 
-    def _call(self, s: Spec, request: dict) -> Any:
+    def _call(self, s: Spec, request: dict) -> dict:
+        """The member's result, the instance's plain state after it and the grad mode after it: a
+        member that changes its object (``self.previous = ...``) or the engine's mode (``no_grad``'s
+        ``__enter__``) changes the sandbox's, which the sandbox applies."""
+        import solutions as R
         function = self._member(s, request.get("member"), request.get("state"))
         args = request.get("args")
         if not isinstance(args, dict):
             raise OracleError("TypeError", "malformed arguments")
-        return _invoke(function, {k: _copy(v) for k, v in args.items()})
+        if isinstance(request.get("grad_mode"), bool):
+            R.set_grad_enabled(request["grad_mode"])
+        value = _invoke(function, {k: _copy(v) for k, v in args.items()})
+        this = getattr(function, "__self__", None)
+        state = None
+        if this is not None and not isinstance(this, type) and hasattr(this, "__dict__"):
+            state = {k: v for k, v in vars(this).items() if isinstance(k, str) and not k.startswith("__") and _plain(v)}
+        return {"value": value, "state": state, "grad_mode": R.is_grad_enabled()}
 
     # -- Tensor functions and backward: values and gradients of any order -----------------------
     def _base(self, s: Spec, desc: dict, ts: list) -> Any:
@@ -259,6 +270,15 @@ def _message(error: BaseException) -> str | None:
     if not text or (secrets is not None and secrets.search(f" {_tokens(text)} ")):
         return None
     return text
+
+
+def _plain(value: Any, depth: int = 0) -> bool:
+    """Whether ``value`` crosses the channel as data (what an op's parameters are)."""
+    if isinstance(value, (bool, int, float, str, type(None), np.ndarray, np.generic)):
+        return True
+    if isinstance(value, (tuple, list)) and depth < 4:
+        return all(_plain(v, depth + 1) for v in value)
+    return False
 
 
 def _copy(value: Any) -> Any:

@@ -535,6 +535,12 @@ ALTERNATIVES += [
            replace=("if grads is None:\n            g = Tensor(np.ones(root.shape, dtype=root.data.dtype))\n"
                     "        else:\n            g = grads[k]"),
            why="np.ones(shape, dtype) instead of np.ones_like, in an if statement"),
+    Mutant(id="run-backward-kit-no-grad", exercise="a01-run-backward",
+           find="    with set_grad_enabled(create_graph):",
+           replace=("    from coursekit.engine import enable_grad, no_grad\n"
+                    "    with (enable_grad() if create_graph else no_grad()):"),
+           why="the kit's no_grad and enable_grad (an exercise of this assignment, so sealed while "
+               "run_backward is judged: its __enter__ must still switch the sandbox's mode and keep its state)"),
     Mutant(id="no-grad-previous-from-the-switch", exercise="a01-no-grad",
            find="set_grad_enabled(self.previous)",
            replace="set_grad_enabled(self.previous)\n        return False",
