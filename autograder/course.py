@@ -25,7 +25,10 @@ DEFAULT_COURSE = Path("assignments")
 DEFAULT_SOLUTIONS = REPO_ROOT / "solutions"  # the reference next to the package, installed or not
 
 # Ids that become directory names: no separators, no leading dot, nothing a shell or glob expands.
-SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+# A student (or mutant) id: grade writes files named `.<id>.json.tmp`, and 255 bytes is the usual
+# limit of a file name; `collect` refuses longer ids, and a folder placed by hand is not graded.
+MAX_ID_LENGTH = 64
+SAFE_ID = re.compile(rf"^[A-Za-z0-9][A-Za-z0-9._-]{{0,{MAX_ID_LENGTH - 1}}}$")
 
 
 class CourseError(Exception):

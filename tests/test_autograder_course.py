@@ -37,3 +37,13 @@ def test_alembic_head_is_what_nbgrader_would_stamp():
     with _temp_alembic_ini("sqlite:////tmp/gradebook.db") as ini:
         output = subprocess.check_output([str(alembic), "-c", ini, "heads"], text=True)
     assert alembic_head() == output.split()[0]
+
+
+def test_a_submission_folder_with_an_over_long_id_is_not_a_student(tmp_path):
+    """A folder placed in submitted/ by hand with a 250-character name would make `grade` write a
+    file name past the file system's limit while recording: it is not listed, its neighbour is."""
+    from autograder_support import make_course
+    course = make_course(tmp_path / "course")
+    for student in ("alice", "x" * 250, "b" * 64):
+        course.submitted_dir(student, "a00_toy").mkdir(parents=True)
+    assert course.submitted_students("a00_toy") == ["alice", "b" * 64]
