@@ -41,7 +41,7 @@ test: install chromium postgresql bubblewrap
 check: lint bubblewrap
 	$(PY) -m pytest -q -n 2 --dist loadgroup -m "not slow"
 
-# ruff (pycodestyle, pyflakes, bugbear, isort rules) over the repository, mypy over the engine;
+# ruff (pycodestyle, pyflakes, bugbear, isort rules) over the repository, mypy over the engine and the grader;
 # both configured in pyproject.toml.
 lint: install
 	$(VENV)/bin/ruff check .

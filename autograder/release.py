@@ -95,13 +95,13 @@ def _docstring_lines(source: str) -> set[int]:
         tree = ast.parse(source)
     except SyntaxError:
         return set()
-    lines = set()
+    lines: set[int] = set()
     for node in ast.walk(tree):
         if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
             first = node.body[0]
             if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) \
                     and isinstance(first.value.value, str):
-                lines.update(range(first.lineno, first.end_lineno + 1))
+                lines.update(range(first.lineno, (first.end_lineno or first.lineno) + 1))
     return lines
 
 

@@ -129,7 +129,7 @@ def plot_scores(path: Path, assignment: str, rows: list[Row], max_score: float) 
     ax.hist(scores, bins=bins, range=(0, max_score), color="#4C72B0", edgecolor="white")
     ax.set(title=f"{assignment}: total scores ({len(scores)} graded)",
            xlabel=f"score (out of {max_score:g})", ylabel="students")
-    ax.yaxis.get_major_locator().set_params(integer=True)
+    ax.yaxis.get_major_locator().set_params(integer=True)  # type: ignore[call-arg]  # MaxNLocator's
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
