@@ -157,6 +157,10 @@ def unpack(files: dict[str, bytes], folder: Path) -> None:
         target.write_bytes(data)
 
 
+def _files(files: dict[str, bytes]) -> dict[str, bytes]:
+    return files
+
+
 def worker_ready(unsafe: bool) -> str | None:
     """Run on every worker when a client connects: reap dead workers' scratch folders, start the
     forkserver (its imports cost seconds: the first task need not wait for them), and say why no
@@ -262,6 +266,18 @@ def accept(reply: object, notebooks: set[str]) -> tuple[dict[str, Any] | None, d
     return result, files, str(failure), str(log)[-MAX_LOG_CHARS:], float(seconds)  # type: ignore[arg-type]
 
 
+def refuse_without_sandbox(address: str, reasons: dict[str, str | None], unsafe: bool) -> None:
+    """Stop, naming a worker, if any worker of the cluster cannot make a sandbox (unless ``unsafe``)."""
+    if not reasons:
+        raise CourseError(f"the Dask scheduler {address} has no workers")
+    refusing = {worker: reason for worker, reason in reasons.items() if reason is not None}
+    if refusing and not unsafe:
+        worker, reason = next(iter(sorted(refusing.items())))
+        raise CourseError(f"cannot make a sandbox for student code on {len(refusing)} of {len(reasons)} Dask "
+                          f"workers ({worker}: {reason}). Install bubblewrap on every worker, or pass --unsafe "
+                          "to grade without one (student code then runs as the worker's user)")
+
+
 class DaskExecutor:
     def __init__(self, address: str, course: Course, assignment: str, limits: Limits, unsafe: bool, run: Run):
         try:
@@ -271,7 +287,8 @@ class DaskExecutor:
                               "pip install 'autograd-course[dask]'") from None
         self.course, self.assignment, self.unsafe, self.run = course, assignment, unsafe, run
         try:
-            self.client = Client(address, timeout=10, set_as_default=False)
+            # the default client of this process: distributed.wait finds it so
+            self.client = Client(address, timeout=10)
         except OSError as error:
             raise CourseError(f"cannot reach the Dask scheduler {address}: {error}") from None
         try:
@@ -281,8 +298,10 @@ class DaskExecutor:
                                          "memory_mb": limits.memory_mb, "unsafe": unsafe}
             self.notebooks = {f"{name}.ipynb" for name in course.notebooks(assignment)}
             self.earlier = self._earlier_assignments()
-            # the source folder goes to every worker once, not with each task
-            [self.source] = self.client.scatter([self._source_files()], broadcast=True, hash=False)
+            # The source folder is sent once, as a task's result that the workers fetch from one
+            # another: a scattered copy would be lost with its worker, a task's result is recomputed.
+            self.source = self.client.submit(_files, self._source_files(), key=f"source-{uuid.uuid4().hex[:8]}",
+                                             pure=False)
         except BaseException:
             self.client.close()
             raise
@@ -291,15 +310,12 @@ class DaskExecutor:
         self.started: dict[str, float] = {}
 
     def _check_workers(self, address: str) -> None:
-        reasons = self.client.run(worker_ready, self.unsafe)
-        if not reasons:
-            raise CourseError(f"the Dask scheduler {address} has no workers")
-        refusing = {worker: reason for worker, reason in reasons.items() if reason is not None}
-        if refusing and not self.unsafe:
-            worker, reason = next(iter(sorted(refusing.items())))
-            raise CourseError(f"cannot make a sandbox for student code on {len(refusing)} of {len(reasons)} Dask "
-                              f"workers ({worker}: {reason}). Install bubblewrap on every worker, or pass --unsafe "
-                              "to grade without one (student code then runs as the worker's user)")
+        # one task per worker, on its task thread: client.run would block the worker's event loop for
+        # the sandbox probe and the forkserver's imports (seconds), long enough to lose heartbeats
+        workers = list(self.client.scheduler_info(n_workers=-1)["workers"])
+        futures = [self.client.submit(worker_ready, self.unsafe, workers=[w], allow_other_workers=False, pure=False,
+                                      key=f"worker-ready-{uuid.uuid4().hex[:8]}") for w in workers]
+        refuse_without_sandbox(address, dict(zip(workers, self.client.gather(futures), strict=True)), self.unsafe)
 
     def _earlier_assignments(self) -> list[str]:
         """The assignments whose notebooks a whole-engine exercise reads (the capstone's engine)."""
@@ -347,24 +363,27 @@ class DaskExecutor:
         self.started[student] = time.monotonic()
 
     def wait(self, stop: StopRequest) -> list[Finished]:
+        from concurrent.futures import CancelledError
+
         from distributed import wait
-        while not stop.requested:
-            with contextlib.suppress(TimeoutError):
-                done = wait(list(self.futures), timeout=CHECK_STOP_EVERY, return_when="FIRST_COMPLETED").done
-                if done:
-                    return [self._finished(future) for future in done]
-        return []
+        ready = [future for future in self.futures if future.done()]
+        while not ready and not stop.requested:
+            # a cancelled task (its input lost) ends the wait too: it is handed back as failed below
+            with contextlib.suppress(TimeoutError, CancelledError):
+                wait(list(self.futures), timeout=CHECK_STOP_EVERY, return_when="FIRST_COMPLETED")
+            ready = [future for future in self.futures if future.done()]
+        return [self._finished(future) for future in ready]
 
     def _finished(self, future: Any) -> Finished:
         student = self.futures.pop(future)
         fingerprint, seconds = self.fingerprints.pop(student), time.monotonic() - self.started.pop(student)
         try:
             reply = future.result()
-        except Exception as error:  # noqa: BLE001 (the task failed on the worker: KilledWorker, a refusal)
+        except BaseException as error:  # noqa: BLE001 (the task failed: KilledWorker, a refusal, cancelled)
+            if isinstance(error, KeyboardInterrupt | SystemExit):
+                raise
             return Finished(student, fingerprint, seconds, failure=f"the Dask task failed: {type(error).__name__}: "
                             f"{str(error)[:MAX_TEXT_CHARS]}")
-        finally:
-            future.release()
         try:
             result, notebooks, failure, log, seconds = accept(reply, self.notebooks)
         except MalformedReply as error:
