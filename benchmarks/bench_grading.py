@@ -18,6 +18,14 @@ same code as ``autograder grade``. A warm-up grading of two copies first starts 
 forkserver and fills the OS caches, so neither timed run pays for that. Reported: wall time,
 seconds per submission, and the speed-up of each job count over the first.
 
+``--dask``: instead, a Dask scheduler and two workers on 127.0.0.1 (``grade --scheduler``) against
+``grade --jobs 2``, the same N copies, each in its own block (local first, then Dask, each after
+its own warm-up of two copies), and a model of a real cluster built from the parts measured in the
+Dask block: seconds per task on a worker, bytes sent and returned per task, and the client's
+recording time per student (the gradebook writes, serial in the one client).
+
+    python benchmarks/bench_grading.py --assignment a02_broadcasting --dask -n 100
+
 A course folder without ``nbgrader_config.py`` (the toy fixture) borrows the course's
 ``assignments/nbgrader_config.py``; the toy fixture's hidden checks are found through
 ``--exercises`` (default: the ``exercises/`` folder next to the course's ``source/``, if any).
@@ -73,6 +81,10 @@ def main() -> None:
     parser.add_argument("--exercises", help="folder of hidden-check modules ($AUTOGRADER_EXERCISES)")
     parser.add_argument("--paths", default="sandbox,unsafe", help="grading paths to time (default: %(default)s)")
     parser.add_argument("--baseline", help="also time the grading path of this git revision (a worktree of it)")
+    parser.add_argument("--dask", action="store_true",
+                        help="loopback Dask (scheduler + 2 workers) against --jobs 2, and the cluster model")
+    parser.add_argument("--capstone-seconds", type=float, default=10.0,
+                        help="model: seconds per capstone task (not measured here; default: %(default)s)")
     parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)  # one JSON line: for --baseline
     args = parser.parse_args()
 
@@ -85,6 +97,9 @@ def main() -> None:
     if Path(exercises).is_dir():
         os.environ["AUTOGRADER_EXERCISES"] = str(Path(exercises).resolve())
     job_counts = [int(j) for j in args.jobs.split(",")]
+    if args.dask:
+        compare_dask(source_course, assignment, args.n, args.capstone_seconds)
+        return
 
     print(f"grading {args.n} copies of {assignment} (source notebooks) from {source_course}")
     print(f"{os.cpu_count()} CPUs, load average {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
@@ -123,6 +138,123 @@ def time_path(source_course: Path, assignment: str, n: int, job_counts: list[int
                   f"submissions, {elapsed / len(outcomes):5.2f} s each; scores {scores}; failed: {len(failed)}",
                   flush=True)
     return results
+
+
+def start_cluster(logs: Path) -> tuple[str, list]:
+    """A scheduler and two one-thread workers on 127.0.0.1 (one under a non-daemonic nanny, one without)."""
+    import socket
+    import subprocess
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    address = f"tcp://127.0.0.1:{port}"
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    worker = [sys.executable, "-m", "distributed.cli.dask_worker", address, "--nthreads", "1",
+              "--no-dashboard", "--host", "127.0.0.1"]
+    commands = [([sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port",
+                  str(port), "--no-dashboard"], {}),
+                ([*worker, "--nanny"], {"DASK_DISTRIBUTED__WORKER__DAEMON": "False"}),
+                ([*worker, "--no-nanny"], {})]
+    processes = [subprocess.Popen(command, env={**env, **extra}, cwd=REPO, stderr=subprocess.STDOUT,
+                                  stdout=(logs / f"dask{i}.log").open("w"))
+                 for i, (command, extra) in enumerate(commands)]
+    from distributed import Client
+    with Client(address, timeout=120) as client:
+        client.wait_for_workers(2, timeout=180)
+    return address, processes
+
+
+def stop_cluster(processes: list) -> None:
+    import psutil
+    found = []
+    for process in processes:
+        try:
+            found += [psutil.Process(process.pid), *psutil.Process(process.pid).children(recursive=True)]
+        except psutil.Error:
+            pass
+    for p in found:
+        try:
+            p.kill()
+        except psutil.Error:
+            pass
+    for process in processes:
+        process.wait()
+
+
+def compare_dask(source_course: Path, assignment: str, n: int, capstone_seconds: float) -> None:
+    """Local --jobs 2, then loopback Dask, on n copies; then the cluster model from the Dask block's parts."""
+    import autograder.grade as grading
+    from autograder.grade_executors import pack
+    print("method: each block grades n fresh copies from scratch after a warm-up of two copies of its own; "
+          "local block first, Dask block second (not interleaved); wall time of grade() only")
+    with tempfile.TemporaryDirectory(prefix="bench-dask-") as tmp:
+        root = Path(tmp)
+        warm = scratch_course(source_course, assignment, root / "warm-local", 2)
+        grade(warm, assignment, jobs=2, progress=False)
+        course = scratch_course(source_course, assignment, root / "local", n)
+        started = time.perf_counter()
+        outcomes = grade(course, assignment, jobs=2, progress=True)
+        local = time.perf_counter() - started
+        print(f"local --jobs 2: {local:7.1f} s for {len(outcomes)}, {local / n:5.2f} s each; "
+              f"failed: {sum(o.status != 'graded' for o in outcomes)}", flush=True)
+
+        address, processes = start_cluster(root)
+        try:
+            warm = scratch_course(source_course, assignment, root / "warm-dask", 2)
+            grade(warm, assignment, progress=False, scheduler=address)
+            course = scratch_course(source_course, assignment, root / "dask", n)
+            recording: list[float] = []
+            record = grading._record
+
+            def timed_record(*args, **kwargs):
+                began = time.perf_counter()
+                try:
+                    return record(*args, **kwargs)
+                finally:
+                    recording.append(time.perf_counter() - began)
+
+            grading._record = timed_record
+            started = time.perf_counter()
+            outcomes = grade(course, assignment, progress=True, scheduler=address)
+            dask = time.perf_counter() - started
+            grading._record = record
+        finally:
+            stop_cluster(processes)
+        print(f"dask 2 workers: {dask:7.1f} s for {len(outcomes)}, {dask / n:5.2f} s each; "
+              f"failed: {sum(o.status != 'graded' for o in outcomes)}", flush=True)
+        print(f"dask / local: {dask / local:.2f}x (the issue asks at most 1.15x)")
+
+        task = sum(o.seconds or 0 for o in outcomes) / n
+        sent = sum(len(b) for b in pack(course.submitted_dir(outcomes[0].student, assignment)).values())
+        back = sum(len(b) for b in pack(course.autograded_dir(outcomes[0].student, assignment)).values())
+        record_s = sum(recording) / max(1, len(recording))
+        source_bytes = sum(len(b) for b in pack(course.source_dir(assignment)).values())
+        print(f"\nmeasured parts ({assignment}): {task:.2f} s per task on a worker core; {sent / 1e3:.0f} kB sent "
+              f"and {back / 1e3:.0f} kB returned per task (+ {source_bytes / 1e6:.1f} MB of source once per "
+              f"worker); client recording {record_s * 1e3:.0f} ms per student")
+        cluster_model(task, capstone_seconds, record_s, sent + back)
+
+
+def cluster_model(task: float, capstone: float, record: float, task_bytes: float) -> None:
+    """500 students x 6 assignments: five like the measured one, one capstone of ``capstone`` s a task.
+
+    wall = max(workers' share, the client's serial recording, the client's network), the three
+    overlapping; the client is the bottleneck from W = task seconds / recording seconds workers on."""
+    students, bandwidth = 500, 125e6  # a 1 Gbit/s link at the client
+    tasks = [task] * 5 + [capstone]
+    print(f"\nmodel: {students} students x 6 assignments (5 at {task:.2f} s a task, a capstone at "
+          f"{capstone:.1f} s: not measured here), client link {bandwidth * 8 / 1e9:.0f} Gbit/s")
+    print(f"{'workers':>8} {'compute':>10} {'client':>10} {'network':>10} {'predicted':>10}  bound")
+    for workers in (10, 50, 100):
+        compute = sum(students * t / workers for t in tasks)
+        client = 6 * students * record
+        network = 6 * students * task_bytes / bandwidth
+        wall = max(compute, client, network)
+        bound = "client recording" if wall == client else "network" if wall == network else "workers"
+        print(f"{workers:>8} {compute / 60:9.1f}m {client / 60:9.1f}m {network / 60:9.1f}m {wall / 60:9.1f}m  {bound}")
+    for name, t in (("a02-like", task), ("capstone", capstone)):
+        print(f"the client becomes the bottleneck for {name} tasks from {t / record:.0f} workers on "
+              f"({t:.2f} s per task / {record * 1e3:.0f} ms recording per student)")
 
 
 def baseline(args, assignment: str) -> dict[int, float]:
