@@ -125,7 +125,8 @@ def run_chapter(student: Browser) -> tuple[int, str, dict | None]:
             time.sleep(0.5)
     KERNEL_PEAK[student.user] = peak
     executed = folder / f"{CHAPTER}-run.ipynb"
-    return run.returncode, log.read_text(), json.loads(executed.read_text()) if run.returncode == 0 else None
+    text = re.sub(r"\x1b\[[0-9;]*m", "", log.read_text())  # the traceback's terminal colours
+    return run.returncode, text, json.loads(executed.read_text()) if run.returncode == 0 else None
 
 
 KERNEL_PEAK: dict[str, int] = {}
