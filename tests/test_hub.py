@@ -1,6 +1,6 @@
-"""The class's hub, as its people use it: deploy/hub.py installs and starts a JupyterHub, students
-and an instructor log in over HTTP, fetch and submit through the Assignments tab's API, and the
-instructor collects and grades from the exchange.
+"""The class's hub, for the tests that use it (tests/test_semester.py): deploy/hub.py installs and
+starts a JupyterHub; students and an instructor log in over HTTP and work through the Assignments
+tab's API, as helpers below let a test do.
 
 Runs on loopback only, as root (the hub starts each user's server as that user). The users it
 creates have names of their own and are removed at the end; the hub and every server it started
@@ -9,8 +9,6 @@ per machine by `deploy/hub.py install` and reused.
 """
 from __future__ import annotations
 
-import csv
-import json
 import os
 import re
 import secrets
@@ -203,61 +201,5 @@ def hub():
         shutil.rmtree(root, ignore_errors=True)
 
 
-def test_students_and_the_instructor_use_the_hub(hub, capsys):
-    people = {user: Browser(hub, user) for user in [hub.instructor, *hub.students]}
-    spawn = {user: b.spawn() for user, b in people.items()}
-    alice, bob, carol = (people[s] for s in hub.students)
-    instructor = people[hub.instructor]
-
-    # Homes are private; the formgrader is the instructor's alone; a student's session opens no
-    # other server.
-    for user in hub.students:
-        assert Path(os.path.expanduser(f"~{user}")).stat().st_mode & 0o077 == 0
-    assert alice.server("formgrader").status_code == 404
-    assert instructor.server("formgrader", allow_redirects=True).status_code == 200
-    for other in (bob.user, hub.instructor):
-        assert alice.server("api/contents", owner=other, allow_redirects=True).status_code == 403
-
-    # The instructor releases into the exchange (as the grading machine's root, with the tool).
-    course = Path(os.path.expanduser(f"~{hub.instructor}")) / "course"
-    released = autograder("--course", str(course), "release", ASSIGNMENT, "--exchange", str(hub.exchange))
-    assert released.returncode == 0, released.stderr
-
-    # Each student sees it in the Assignments tab, fetches it into their home and submits: alice
-    # with every answer written, bob untouched, carol nothing at all.
-    for b in (alice, bob):
-        listed = b.assignments()["value"]
-        assert [a["assignment_id"] for a in listed if a["status"] == "released"] == [ASSIGNMENT]
-        b.assignments("fetch", assignment_id=ASSIGNMENT)
-    path = f"api/contents/{ASSIGNMENT}/{ASSIGNMENT}.ipynb"
-    fetched = alice.server(path).json()["content"]
-    source = json.loads((REPO / "assignments" / "source" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").read_text())
-    put = alice.server(path, "PUT", json={"type": "notebook", "content": answered(fetched, source)})
-    assert put.status_code == 200, put.text[:300]
-    for b in (alice, bob):
-        b.assignments("submit", assignment_id=ASSIGNMENT)
-
-    # A student lists no other submission: the exchange's inbound is write-only for them.
-    inbound = hub.exchange / COURSE / "inbound"
-    peek = subprocess.run(["runuser", "-u", carol.user, "--", "ls", str(inbound)], capture_output=True, text=True)
-    assert peek.returncode != 0 and "Permission denied" in peek.stderr
-    assert len(list(inbound.iterdir())) == 2
-
-    collected = autograder("--course", str(course), "collect", ASSIGNMENT, "--exchange", str(hub.exchange))
-    assert collected.returncode == 0, collected.stderr
-    graded = autograder("--course", str(course), "grade", ASSIGNMENT, "--jobs", "2")
-    assert graded.returncode == 0, graded.stdout + graded.stderr
-    reported = autograder("--course", str(course), "report", ASSIGNMENT)
-    assert reported.returncode == 0, reported.stderr
-    with (course / "reports" / ASSIGNMENT / "grades.csv").open() as f:
-        rows = {row["student"]: row for row in csv.DictReader(f)}
-    assert set(rows) == {alice.user, bob.user}, rows.keys()
-    exercises = [k for k in rows[alice.user] if k.startswith("exercise:")]
-    assert exercises and all(float(rows[alice.user][k]) > 0 for k in exercises), rows[alice.user]
-    assert float(rows[bob.user]["score"]) == 0
-
-    memory = {u: user_memory(u) for u in people}
-    with capsys.disabled():
-        print(f"\nhub: started in {hub.start_time:.1f} s; spawns {', '.join(f'{s:.1f}' for s in spawn.values())} s; "
-              f"memory per idle student server {min(memory[s] for s in hub.students) / 2**20:.0f}–"
-              f"{max(memory[s] for s in hub.students) / 2**20:.0f} MiB")
+# The hub is driven by tests/test_semester.py (a whole semester on it: every check this file made on
+# one assignment, on six), which imports the `hub` fixture above.
