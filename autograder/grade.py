@@ -124,8 +124,10 @@ class Ledger:
         path = self.graded_dir / f"{student}.json"
         return json.loads(path.read_text()) if path.exists() else None
 
-    def mark_graded(self, student: str, fp: str) -> None:
-        self._write(self.graded_dir / f"{student}.json", {"fingerprint": fp, "at": _now()})
+    def mark_graded(self, student: str, fp: str, repairs: list[str] | None = None) -> None:
+        """``repairs``: what restoring the notebook's structure changed (a deleted test cell put
+        back, ...), kept here for the instructor, since the scratch copy that was graded is gone."""
+        self._write(self.graded_dir / f"{student}.json", {"fingerprint": fp, "at": _now(), "repairs": repairs or []})
         (self.failed_dir / f"{student}.json").unlink(missing_ok=True)
 
     def unmark(self, student: str) -> None:
@@ -422,11 +424,21 @@ def _record(course: Course, assignment: str, done: Finished, ledger: Ledger, res
             record_grades(path, assignment, student, course.db_url, config)
         keep = _files(course.source_dir(assignment)) | _files(submitted) | {Path("timestamp.txt")}
         _install(autograded, course.autograded_dir(student, assignment), keep)
-        ledger.mark_graded(student, done.fingerprint)
+        repairs = [str(r) for r in result.get("repairs") or []]
+        ledger.mark_graded(student, done.fingerprint, repairs)
     outcome = _graded_outcome(course, assignment, student, "graded")
     unreadable = list((result.get("unreadable") or {}).values())
-    outcome.detail = "; ".join([*unreadable, *([outcome.detail] if outcome.detail else [])])
+    outcome.detail = "; ".join([*unreadable, *_repaired(repairs, ledger.graded_dir / f"{student}.json"),
+                                *([outcome.detail] if outcome.detail else [])])
     return outcome
+
+
+def _repaired(repairs: list[str], record: Path) -> list[str]:
+    """A line for grade's table when the notebook's structure had to be repaired before grading."""
+    if not repairs:
+        return []
+    shown = "; ".join(repairs[:2]) + ("; ..." if len(repairs) > 2 else "")
+    return [f"notebook repaired before grading ({len(repairs)}: {shown}; all in {record})"]
 
 
 def _graded_outcome(course: Course, assignment: str, student: str, status: str) -> Outcome:

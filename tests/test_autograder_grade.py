@@ -251,6 +251,12 @@ def test_a_damaged_notebook_structure_is_restored_from_the_source_and_graded_as_
     assert {s: (o.status, o.score, o.max_score) for s, o in outcomes.items()} == \
         {s: ("graded", 6, 7) for s in ("intact", "copier", "deleter", "greedy")}
     assert all(scores(course, s) == scores(course, "intact") for s in ("copier", "deleter", "greedy"))
+    # The instructor learns what was repaired: in grade's table and in the student's record.
+    assert "notebook repaired" not in outcomes["intact"].detail
+    assert "restored" in outcomes["deleter"].detail and "a00-square-backward-hidden" in outcomes["deleter"].detail
+    assert "notebook repaired" in outcomes["copier"].detail and "notebook repaired" in outcomes["greedy"].detail
+    record = json.loads((course.state_dir / "graded" / ASSIGNMENT / "deleter.json").read_text())
+    assert any("a00-square-backward-hidden" in r and "restored" in r for r in record["repairs"]), record
     deleter = json.loads((course.autograded_dir("deleter", ASSIGNMENT) / f"{NOTEBOOK}.ipynb").read_text())
     assert [c["metadata"]["nbgrader"]["grade_id"] for c in deleter["cells"] if "nbgrader" in c["metadata"]] == \
         [c["metadata"]["nbgrader"]["grade_id"] for c in source_notebook()["cells"] if "nbgrader" in c["metadata"]]
