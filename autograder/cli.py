@@ -187,6 +187,17 @@ def cmd_check(course: Course, args) -> int:
     return status
 
 
+def cmd_sync(course: Course, args) -> int:
+    from . import sync
+    argv = [*args.assignment, "--source", str(course.source_dir(".").resolve())]
+    return sync.main([*argv, "--check"] if args.check else argv)
+
+
+def cmd_kit(course: Course, args) -> int:
+    from . import kit
+    return kit.main([args.dest, *(["--reference"] if args.reference else [])])
+
+
 def cmd_demo(course: Course, args) -> int:
     from .demo import demo
 
@@ -282,6 +293,17 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("--cell-timeout", type=int,
                      help="wall seconds per exercise, the student's cells included "
                           "(default: the course's Execute.timeout)")
+
+    sub = add("sync", cmd_sync,
+              "write the reference (solutions/) into the source notebooks' solution regions, the one source "
+              "of every solution line; --check changes nothing and fails on a region that drifted")
+    sub.add_argument("assignment", nargs="*", help="default: every assignment in source/")
+    sub.add_argument("--check", action="store_true", help="change nothing; exit 1 if a region drifted")
+
+    sub = add("kit", cmd_kit, "write the students' course kit (coursekit/) into a folder, as release does")
+    sub.add_argument("dest", help="folder that receives coursekit/")
+    sub.add_argument("--reference", action="store_true",
+                     help="the reference behind the kit's API, for the book build (never release it)")
 
     sub = add("demo", cmd_demo, "the whole loop on synthetic submissions, in a scratch copy of the course")
     sub.add_argument("assignment", nargs="?", help="default: the first assignment")

@@ -72,6 +72,21 @@ def test_sync_main_exit_status(capsys):
     assert "every solution region matches" in capsys.readouterr().out
 
 
+def test_sync_is_an_autograder_command_on_the_courses_own_source(tmp_path, capsys):
+    """`autograder --course C sync` works on C's source/, as the instructor's other commands do."""
+    from autograder import cli
+    course = tmp_path / "course"
+    shutil.copytree(SOURCE / "a02_broadcasting", course / "source" / "a02_broadcasting")
+    shutil.copy(SOURCE.parent / "nbgrader_config.py", course)
+    path = course / "source" / "a02_broadcasting" / "a02_broadcasting.ipynb"
+    path.write_text(path.read_text().replace("grad * y, x.shape", "grad * x, x.shape", 1))
+    assert cli.main(["--course", str(course), "sync", "--check", "a02_broadcasting"]) == 1
+    assert "Mul.backward differs" in capsys.readouterr().err
+    assert cli.main(["--course", str(course), "sync", "a02_broadcasting"]) == 0
+    assert cli.main(["--course", str(course), "sync", "--check", "a02_broadcasting"]) == 0
+    assert path.read_text() == (SOURCE / "a02_broadcasting" / "a02_broadcasting.ipynb").read_text()
+
+
 @pytest.mark.parametrize("path", notebooks(), ids=ASSIGNMENTS)
 def test_committed_without_outputs(path):
     nb = nbformat.read(path, as_version=4)
