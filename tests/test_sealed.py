@@ -150,7 +150,9 @@ def test_the_oracle_answers_for_its_sealed_exercises_only():
     xp = np.arange(16.0).reshape(1, 1, 4, 4)
     args = {"xp": xp, "kernel": (3, 3), "stride": (1, 1), "dilation": (1, 1)}
     got = oracle({"op": "call", "exercise": "a03-windows", "member": "windows", "state": None, "args": args})
-    assert isinstance(got, np.ndarray) and got.shape[-2:] == (3, 3)
+    # a function, not a member: no state comes back, and the grad mode is the sandbox's default
+    assert got["state"] is None and got["grad_mode"] is True
+    assert isinstance(got["value"], np.ndarray) and got["value"].shape[-2:] == (3, 3)
     with pytest.raises(OracleError, match="no such sealed exercise"):
         oracle({"op": "call", "exercise": "a03-im2col", "member": "im2col", "state": None,
                 "args": {"x": xp, "kernel_size": 3}})
