@@ -288,7 +288,8 @@ def test_a_semester_on_the_hub(hub, tmp_path, capsys):  # noqa: F811 (hub: the f
     for student in (a, c):
         code, log, run = run_chapter(student)
         assert code == 0 and run is not None, log[-3000:]
-        loaded = "".join(o.get("text", "") for o in run["cells"][1]["outputs"] if o["output_type"] == "stream")
+        loaded = "".join("".join(o.get("text", "")) for o in run["cells"][1]["outputs"]
+                         if o["output_type"] == "stream")  # a stream's text is a list of lines in the file
         assert re.match(r"coursekit: \d+ of your answers from your notebooks are in the engine$", loaded.strip()), \
             loaded
     code, log, _ = run_chapter(b)
