@@ -18,9 +18,9 @@ Who runs what:
 * the trusted judge (grading workers; never runs student code): ``judge/`` (``worker``: one
   student, ``grading``: a whole submission, ``restore``: its structure from the source notebook,
   ``judge``: one exercise, ``session``: the sandbox and its channel, ``checks``: what hidden
-  checks are built from, ``registry``: where they are found), and ``exercises/`` (the checks);
+  checks are built from, ``catalogue``: every exercise's spec and check, found by id), and ``exercises/`` (the checks);
 * inside the sandbox, beside student code: ``sandbox/`` only (standard library and NumPy);
-* authoring tools: ``spec``, ``sync``, ``kit``, ``regions``, ``mutants/``.
+* authoring tools: ``sync``, ``kit``, ``regions``, ``mutants/``.
 
 
 Conventions for assignment writers
@@ -31,7 +31,7 @@ Files::
     assignments/nbgrader_config.py                 course configuration (owned by the tools)
     assignments/source/aNN_name/aNN_name.ipynb     source notebook: solutions and hidden tests in
     assignments/source/aNN_name/<helper files>     released with the notebook (.py, data); no solutions
-    autograder/exercises/aNN_name.py               hidden checks, ``@graded("aNN-...", ...)`` (see judge/registry.py)
+    autograder/exercises/aNN_name.py               hidden checks, ``@graded("aNN-...", ...)`` (see judge/catalogue.py)
     autograder/mutants/aNN_name.py                 ``MUTANTS = [Mutant(...)]`` (see autograder.mutants)
 
 An exercise is one function or class the student writes. Its id is ``aNN-<name>``: lowercase,

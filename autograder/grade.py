@@ -191,8 +191,17 @@ def reap(prefix: str) -> None:
     """Remove the folders of ``prefix`` in the system temp dir whose owner process is gone."""
     for old in Path(tempfile.gettempdir()).glob(f"{prefix}*"):
         with contextlib.suppress(OSError, ValueError):
-            if not psutil.pid_exists(int((old / "owner.pid").read_text())):
+            if not _alive(int((old / "owner.pid").read_text())):
                 shutil.rmtree(old, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    # a process killed under a parent that has not waited for it yet is a zombie: it exists but
+    # will never clean up after itself
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
 
 
 def scratch_dir(prefix: str) -> Path:
@@ -594,12 +603,14 @@ def wall_limit(course: Course, assignment: str, limits: Limits) -> float:
     notebooks = course.notebooks(assignment)
     if limits.notebook_timeout is not None:
         return limits.notebook_timeout * max(1, len(notebooks))
-    from .judge.grading import judged_exercises, spec_by_id
+    from .judge import catalogue
+    from .judge.grading import judged_exercises
     total = 0.0
     for name in notebooks:
         for exercise in judged_exercises(nbformat.read(course.source_dir(assignment) / f"{name}.ipynb",
                                                        as_version=4).cells):
-            total += 2 * (WALL_STRETCH * (spec_by_id(exercise).budget or exercise_budget(course, limits)) + 5)
+            budget = getattr(catalogue.declared(exercise), "budget", None) or exercise_budget(course, limits)
+            total += 2 * (WALL_STRETCH * budget + 5)
     return total + 60
 
 

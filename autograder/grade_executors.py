@@ -319,8 +319,9 @@ class DaskExecutor:
 
     def _earlier_assignments(self) -> list[str]:
         """The assignments whose notebooks a whole-engine exercise reads (the capstone's engine)."""
-        from .judge.grading import judged_exercises, spec_by_id
-        whole = any(spec_by_id(e).whole_engine
+        from .judge import catalogue
+        from .judge.grading import judged_exercises
+        whole = any(getattr(catalogue.declared(e), "whole_engine", False)
                     for name in self.notebooks
                     for e in judged_exercises(nbformat.read(self.course.source_dir(self.assignment) / name,
                                                             as_version=4).cells))

@@ -26,10 +26,12 @@ from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
 
-from autograder import spec as spec_module
+from autograder.course import REPO_ROOT
+from autograder.judge import catalogue
+from autograder.judge.catalogue import Spec
 from autograder.regions import Body, locate
 
-SOLUTIONS = spec_module.REPO_ROOT / "solutions"
+SOLUTIONS = REPO_ROOT / "solutions"
 PACKAGE = "coursekit"
 # Not part of the students' engine: examples are demos of the reference; the fast kernels are the
 # reference engine's private twins of the teaching kernels (solutions/ops/kernels.py picks the
@@ -42,7 +44,7 @@ ANSWERS = Path(__file__).with_name("kit_answers.py")
 
 
 def _header_of(path: Path) -> str:
-    return (f"# generated from {path.relative_to(spec_module.REPO_ROOT).as_posix()} by autograder/kit.py — "
+    return (f"# generated from {path.relative_to(REPO_ROOT).as_posix()} by autograder/kit.py — "
             "do not edit (rebuild with `python -m autograder.kit DEST`)\n")
 
 
@@ -51,22 +53,22 @@ def _header(rel: str) -> str:
             "(rebuild with `python -m autograder.kit DEST`)\n")
 
 
-def stub_line(s: spec_module.Spec) -> str:
+def stub_line(s: Spec) -> str:
     where = _assignment_of(s)
     return (f'raise NotImplementedError("exercise {s.id}: implement {s.name} in your notebook {where} '
             f'(later assignments load it from there; in that notebook, coursekit.use({s.name}) plugs it in)")')
 
 
-def _assignment_of(s: spec_module.Spec) -> str:
+def _assignment_of(s: Spec) -> str:
     """The assignment folder of an exercise ("a02_broadcasting" for "a02-mul")."""
     from autograder import sync
     return next((a for a in sync.assignments() if a.split("_", 1)[0] == s.prefix), s.prefix)
 
 
-def exercise_bodies(specs: list[spec_module.Spec] | None = None) -> dict[Path, list[tuple[spec_module.Spec, Body]]]:
+def exercise_bodies(specs: list[Spec] | None = None) -> dict[Path, list[tuple[Spec, Body]]]:
     """source file -> [(spec, body)] for every exercise body of every assignment."""
-    found: dict[Path, list[tuple[spec_module.Spec, Body]]] = defaultdict(list)
-    for s in specs if specs is not None else spec_module.load_all():
+    found: dict[Path, list[tuple[Spec, Body]]] = defaultdict(list)
+    for s in specs if specs is not None else catalogue.in_engine():
         path = s.path.resolve()
         text = path.read_text()
         for qualname in s.defs:
@@ -74,7 +76,7 @@ def exercise_bodies(specs: list[spec_module.Spec] | None = None) -> dict[Path, l
     return found
 
 
-def stubbed_source(path: Path, bodies: list[tuple[spec_module.Spec, Body]],
+def stubbed_source(path: Path, bodies: list[tuple[Spec, Body]],
                    sealed: frozenset[str] = frozenset()) -> str:
     """The file's text with each exercise body replaced by its NotImplementedError stub, or, for
     the exercises whose ids are in ``sealed``, by the call to the judge that stands in for it
@@ -97,7 +99,7 @@ def _rename(text: str, top_level: bool) -> str:
     return text
 
 
-def _init_source(specs: list[spec_module.Spec], autoload: bool) -> str:
+def _init_source(specs: list[Spec], autoload: bool) -> str:
     homes: dict[str, tuple[str, str]] = {}
     for s in specs:
         module = _rename(s.module, top_level=False)
@@ -119,7 +121,7 @@ def _init_source(specs: list[spec_module.Spec], autoload: bool) -> str:
 
 `use(Mul)` makes the engine use *your* `Mul` everywhere it used the kit's (so `a * b` and every
 backward that multiplies now run your class); `use(add, mul)` for several at once. The engine
-looks each op up by name when it runs, which is what makes this work.
+looks each op up by name when it runs, which is what makes this work (`engine/overrides.py`).
 
 Importing the kit plugs in your answers from every one of your assignment notebooks beside this
 assignment's folder, this one's own included (`coursekit/answers.py` says how;
@@ -127,10 +129,8 @@ assignment's folder, this one's own included (`coursekit/answers.py` says how;
 """
 from __future__ import annotations
 
-import importlib
-import sys
-
 from . import engine, testing
+from .engine import overrides
 
 __all__ = ["engine", "testing", "use", "status", "load_answers", "diagnose"]
 
@@ -140,37 +140,9 @@ EXERCISES = {{
 }}
 
 
-def _home(name: str, obj):
-    if name in EXERCISES:
-        return importlib.import_module(EXERCISES[name][0])
-    homes = [m for n, m in sorted(sys.modules.items())
-             if n.startswith("{PACKAGE}.engine") and m is not None
-             and getattr(vars(m).get(name), "__module__", None) == n]
-    if len(homes) != 1:
-        where = ", ".join(m.__name__ for m in homes) or "nowhere"
-        raise ValueError(f"use: the engine defines {{name!r}} in {{where}}; use() needs exactly one place")
-    return homes[0]
-
-
 def use(*objs) -> None:
     """Make the kit's engine use each of `objs` (your classes and functions) by its name."""
-    for obj in objs:
-        name = getattr(obj, "__name__", None)
-        if not isinstance(name, str):
-            raise TypeError(f"use: {{obj!r}} has no name; pass the class or function itself")
-        home = _home(name, obj)
-        old = getattr(home, name)
-        if isinstance(old, type) != isinstance(obj, type):
-            kind = "a class" if isinstance(old, type) else "a function"
-            raise TypeError(f"use: the engine's {{name}} is {{kind}}, so replace it with {{kind}}")
-        for module_name, module in list(sys.modules.items()):
-            if module is not None and module_name.startswith("{PACKAGE}") and vars(module).get(name) is old:
-                setattr(module, name, obj)
-        if isinstance(old, type) and old is not obj:
-            # The engine's own subclasses (AdamW of Adam, say) now inherit from your class.
-            for sub in old.__subclasses__():
-                if sub is not obj and sub.__module__.startswith("{PACKAGE}") and not issubclass(obj, sub):
-                    sub.__bases__ = tuple(obj if base is old else base for base in sub.__bases__)
+    overrides.use(*objs, homes={{name: module for name, (module, _) in EXERCISES.items()}})
 
 
 from . import answers  # noqa: E402  (it needs use and EXERCISES)
@@ -178,16 +150,16 @@ from .answers import diagnose, load_answers, status  # noqa: E402
 {load}'''
 
 
-def kit_files(stubbed: list[spec_module.Spec] | None = None,
-              specs: list[spec_module.Spec] | None = None, autoload: bool = True,
-              private: bool = False, sealed: Sequence[spec_module.Spec] = ()) -> dict[Path, str]:
+def kit_files(stubbed: list[Spec] | None = None,
+              specs: list[Spec] | None = None, autoload: bool = True,
+              private: bool = False, sealed: Sequence[Spec] = ()) -> dict[Path, str]:
     """The kit as {path relative to the kit's parent folder: text}.
 
     ``stubbed``: the exercises whose bodies are replaced by stubs (default: every exercise, the
     students' kit); ``sealed``: those whose bodies become a call to the judge, which runs the
     reference there (the grader's sandbox: see :func:`autograder.judge.judge._engine`).
     """
-    specs = specs if specs is not None else spec_module.load_all()
+    specs = specs if specs is not None else catalogue.in_engine()
     sealed_ids = frozenset(s.id for s in sealed)
     bodies = exercise_bodies([*(specs if stubbed is None else stubbed), *sealed])
     files: dict[Path, str] = {}
@@ -208,7 +180,7 @@ def kit_files(stubbed: list[spec_module.Spec] | None = None,
     return files
 
 
-def build_kit(dest_dir: str | Path, specs: list[spec_module.Spec] | None = None) -> Path:
+def build_kit(dest_dir: str | Path, specs: list[Spec] | None = None) -> Path:
     """Write `dest_dir/coursekit/` (replacing an older one) and return its path."""
     kit = Path(dest_dir) / PACKAGE
     if kit.exists():
@@ -232,8 +204,8 @@ def build_reference_kit(dest_dir: str | Path) -> Path:
     return kit
 
 
-def kit_modules(stubbed: list[spec_module.Spec], specs: list[spec_module.Spec] | None = None,
-                sealed: Sequence[spec_module.Spec] = ()) -> dict[str, list]:
+def kit_modules(stubbed: list[Spec], specs: list[Spec] | None = None,
+                sealed: Sequence[Spec] = ()) -> dict[str, list]:
     """The kit as importable modules {dotted name: [is_package, source, filename]}, for the sandbox's
     in-memory importer (:mod:`autograder.sandbox.runner`). It never loads answers by itself: the
     sandbox has no notebooks, and the judge decides what runs there."""
@@ -252,7 +224,7 @@ def kit_modules(stubbed: list[spec_module.Spec], specs: list[spec_module.Spec] |
     return modules
 
 
-def body_lines(specs: list[spec_module.Spec] | None = None) -> list[tuple[str, str]]:
+def body_lines(specs: list[Spec] | None = None) -> list[tuple[str, str]]:
     """(where, line) for every meaningful line of every exercise body: what must never be released.
 
     A line that also occurs in the given (non-exercise) code of the students' kit is left out:
@@ -272,7 +244,7 @@ def body_lines(specs: list[spec_module.Spec] | None = None) -> list[tuple[str, s
     return out
 
 
-def leaks(kit_dir: str | Path, specs: list[spec_module.Spec] | None = None) -> list[str]:
+def leaks(kit_dir: str | Path, specs: list[Spec] | None = None) -> list[str]:
     """Exercise-body lines found in a built kit (should be none)."""
     secret = {line: where for where, line in body_lines(specs)}
     found = []

@@ -158,8 +158,8 @@ class GetGradesByExercise(GetGrades):
 def _title(exercise: str) -> str:
     """The exercise's title as its check declares it, else its id."""
     try:
-        from autograder import spec
-        return spec.by_id(exercise).title or exercise
+        from autograder.judge import catalogue
+        return catalogue.exercise(exercise).title or exercise
     except LookupError:
         return exercise
 

@@ -22,9 +22,9 @@ import shutil
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from . import spec as spec_module
 from .course import Course, CourseError, grade_id_exercise
 from .grade import Limits, Outcome, grade, scratch_dir
+from .judge import catalogue
 from .mutants import Mutant, load_alternatives, load_expected, load_mutants
 from .release import add_release_files
 
@@ -211,7 +211,7 @@ def check(course: Course, assignment: str, *, jobs: int = 2, cell_timeout: int |
                        **mutated}
         for student, notebooks in submissions.items():
             _write_submission(scratch, assignment, student, notebooks)
-        if any(s.whole_engine for s in spec_module.load(assignment)):
+        if any(s.whole_engine for s in catalogue.assignment(assignment)):
             # Judged on the student's whole engine: every subject has finished the earlier
             # assignments with the reference answers (their source notebooks), so only this
             # assignment's answers differ between the subjects.

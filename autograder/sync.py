@@ -3,7 +3,7 @@
     python -m autograder.sync [ASSIGNMENT ...]           rewrite the solution regions from solutions/
     python -m autograder.sync --check [ASSIGNMENT ...]   list every drifted region; exit 1 if any
 
-For every exercise of the registry (`autograder.spec`), the source notebook's solution cell (its
+For every exercise of the catalogue (`autograder.judge.catalogue`), the source notebook's solution cell (its
 nbgrader grade_id is the exercise id) holds one `### BEGIN SOLUTION` / `### END SOLUTION` region
 per def listed in the spec. Each region gets the def's body from solutions/ (the statements after
 the docstring, located with `ast`), re-indented to the region's markers. The check also reports
@@ -19,10 +19,11 @@ from pathlib import Path
 
 import nbformat
 
-from autograder import spec as spec_module
+from autograder.course import REPO_ROOT
+from autograder.judge import catalogue
 from autograder.regions import RegionError, cell_regions, locate, replace_region
 
-SOURCE_ROOT = spec_module.REPO_ROOT / "assignments" / "source"
+SOURCE_ROOT = REPO_ROOT / "assignments" / "source"
 
 
 def assignments(root: Path = SOURCE_ROOT) -> list[str]:
@@ -30,9 +31,9 @@ def assignments(root: Path = SOURCE_ROOT) -> list[str]:
 
     Installed from a wheel (`pip install .`) the package has no source tree beside it: the registry
     modules (``autograder/exercises/a02_broadcasting.py``) are named after the assignment folders."""
-    known = set(spec_module.prefixes())
+    known = set(catalogue.prefixes())
     if not root.is_dir():
-        return sorted(p.stem for p in spec_module.registry.PACKAGE_EXERCISES.glob("a[0-9][0-9]_*.py"))
+        return sorted(p.stem for p in catalogue.PACKAGE_EXERCISES.glob("a[0-9][0-9]_*.py"))
     return sorted(p.name for p in root.iterdir()
                   if p.is_dir() and p.name.split("_", 1)[0] in known and any(p.glob("*.ipynb")))
 
@@ -60,7 +61,7 @@ def _signature(source: str, qualname: str) -> str | None:
     return ast.dump(args)
 
 
-def sync_notebook(path: Path, specs: list[spec_module.Spec], write: bool) -> tuple[list[str], bool]:
+def sync_notebook(path: Path, specs: list[catalogue.Spec], write: bool) -> tuple[list[str], bool]:
     """Problems found in one notebook (drift is a problem only when not writing), and whether
     the notebook changed."""
     nb = nbformat.read(path, as_version=4)
@@ -86,7 +87,7 @@ def sync_notebook(path: Path, specs: list[spec_module.Spec], write: bool) -> tup
             continue
         if grade_id not in by_id:
             if cell_regions(cell.source):
-                problems.append(f"{name}: solution cell {grade_id!r} is not an exercise of the registry")
+                problems.append(f"{name}: solution cell {grade_id!r} is not an exercise of the catalogue")
             continue
         s = by_id[grade_id]
         reference = s.path.read_text()
@@ -103,7 +104,7 @@ def sync_notebook(path: Path, specs: list[spec_module.Spec], write: bool) -> tup
         for region in sorted(found, key=lambda r: r.begin, reverse=True):
             body = locate(reference, region.qualname)
             lines = body.text(region.indent)
-            where = f"{s.path.relative_to(spec_module.REPO_ROOT)}:{body.start}-{body.end}"
+            where = f"{s.path.relative_to(REPO_ROOT)}:{body.start}-{body.end}"
             if _signature(source, region.qualname) != _signature(reference, region.qualname):
                 problems.append(f"{name}: {grade_id}: the signature of {region.qualname} differs from {where}")
             if list(region.lines) != lines:
@@ -127,7 +128,7 @@ def sync(names: list[str] | None = None, write: bool = True, root: Path = SOURCE
         if not folder.is_dir():
             problems.append(f"{assignment}: no folder {folder}")
             continue
-        specs = spec_module.load(assignment)
+        specs = catalogue.assignment(assignment)
         seen: set[str] = set()
         for path in sorted(folder.glob("*.ipynb")):
             found, changed = sync_notebook(path, specs, write)

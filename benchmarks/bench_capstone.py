@@ -59,18 +59,17 @@ def _cpu() -> float:
 
 def worker(rounds: int, old_check: str | None) -> None:
     """Judge the model answers `rounds` times (unsafe: CPU) and once in the real sandbox (wall)."""
+    from autograder.judge import catalogue
     if old_check:
-        from autograder.judge import registry
         folder = Path(tempfile.mkdtemp(prefix="bench-capstone-"))
         (folder / "a06_training.py").write_text(Path(old_check).read_text())
         os.environ["AUTOGRADER_EXERCISES"] = str(folder)
-        registry._IMPORTED.add((registry.PACKAGE_EXERCISES / "a06_training.py").resolve())  # only the old one
-    from autograder import spec
+        catalogue._IMPORTED.add((catalogue.PACKAGE_EXERCISES / "a06_training.py").resolve())  # only the old one
     from autograder.judge.judge import code_cells, judge
     from autograder.judge.session import Sandbox
     earlier = [(a, _cells(a)) for a in sorted(p.name for p in SOURCE.iterdir() if p.name < "a06")]
     cells = code_cells(_cells("a06_training"), EXERCISE)
-    budget = spec.by_id(EXERCISE).budget or 60.0
+    budget = catalogue.exercise(EXERCISE).budget or 60.0
     cpu: list[float] = []
     wall: list[float] = []
     for unsafe in [True] * rounds + [False]:

@@ -25,7 +25,7 @@ NOTEBOOK = "a00_toy"
 TIMESTAMP = "2026-11-20 10:00:00.000000 UTC"
 
 
-def use_toy_registry(monkeypatch) -> None:
+def use_toy_catalogue(monkeypatch) -> None:
     """Hidden checks and mutants of the toy course; the kernels inherit the variables."""
     monkeypatch.setenv("AUTOGRADER_EXERCISES", str(FIXTURE / "exercises"))
     monkeypatch.setenv("AUTOGRADER_MUTANTS", str(FIXTURE / "mutants"))

@@ -16,8 +16,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder import spec as spec_module
 from autograder import sync
+from autograder.judge import catalogue
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCE = ROOT / "assignments" / "source"
@@ -42,7 +42,7 @@ def nbgrader(cell) -> dict:
 def test_every_registry_has_its_source_notebook():
     """The assignments are discovered from assignments/source/: a registry of hidden checks
     (autograder/exercises/aNN_name.py) without its notebook would silently be left out."""
-    registries = sorted(p.stem for p in spec_module.registry.PACKAGE_EXERCISES.glob("a[0-9][0-9]_*.py"))
+    registries = sorted(p.stem for p in catalogue.PACKAGE_EXERCISES.glob("a[0-9][0-9]_*.py"))
     assert registries == ASSIGNMENTS, f"registries {registries}, source notebooks {ASSIGNMENTS}"
 
 
@@ -110,7 +110,7 @@ def test_grade_ids_are_unique():
 def test_every_exercise_has_solution_visible_and_hidden_cells(assignment):
     path = SOURCE / assignment / f"{assignment}.ipynb"
     cells = cells_by_grade_id(path)
-    specs = spec_module.load(assignment)
+    specs = catalogue.assignment(assignment)
     for s in specs:
         solution, visible, hidden = cells.get(s.id), cells.get(f"{s.id}-visible"), cells.get(f"{s.id}-hidden")
         assert solution is not None and visible is not None and hidden is not None, s.id

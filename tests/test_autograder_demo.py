@@ -10,7 +10,7 @@ import pytest
 from autograder import cli
 from autograder.course import Course
 
-from autograder_support import ASSIGNMENT, NOTEBOOK, make_course, source_notebook, use_toy_registry
+from autograder_support import ASSIGNMENT, NOTEBOOK, make_course, source_notebook, use_toy_catalogue
 
 pytestmark = [pytest.mark.xdist_group("autograder"), pytest.mark.slow]
 
@@ -18,7 +18,7 @@ pytestmark = [pytest.mark.xdist_group("autograder"), pytest.mark.slow]
 def test_demo_runs_the_whole_loop_with_clean_feedback_and_a_report(tmp_path, monkeypatch, capsys):
     # One test rather than a module fixture shared by several: under pytest-xdist a module fixture
     # can be set up more than once, and the demo is the slowest thing to repeat.
-    use_toy_registry(monkeypatch)
+    use_toy_catalogue(monkeypatch)
     toy = make_course(tmp_path / "toy")
     assert cli.main(["--course", str(toy.root), "demo", "--out", str(tmp_path / "out")]) == 0
     out = capsys.readouterr().out
@@ -53,7 +53,7 @@ def check_feedback(course):
         text = unescape(re.sub(r"<[^>]+>", "", html))  # code is split into highlighting spans
         for line in _hidden_code():
             assert line not in text, (student, line)
-        assert "HIDDEN TESTS" not in text and "autograder.judge.registry" not in text
+        assert "HIDDEN TESTS" not in text and "autograder.judge" not in text
         assert not re.search(r"cdn|cloudflare|jsdelivr|unpkg|googleapis", html, re.I)
         assert not re.search(r"""<(script|link)\b[^>]*(src|href)=["']?(https?:)?//""", html, re.I)
         assert 'src="mathjax/tex-chtml.js"' in html

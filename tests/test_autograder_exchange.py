@@ -32,7 +32,7 @@ from autograder_support import (
     source_notebook,
     submit,
     table,
-    use_toy_registry,
+    use_toy_catalogue,
 )
 
 pytestmark = [pytest.mark.xdist_group("autograder"), pytest.mark.slow]
@@ -43,7 +43,7 @@ FULL = {"a00-add-visible": 1, "a00-add-hidden": 2, "a00-square-backward-visible"
 
 @pytest.fixture
 def course(tmp_path, monkeypatch):
-    use_toy_registry(monkeypatch)
+    use_toy_catalogue(monkeypatch)
     return make_course(tmp_path / "course")
 
 

@@ -31,7 +31,7 @@ from autograder_support import (
     source_notebook,
     submit,
     table,
-    use_toy_registry,
+    use_toy_catalogue,
     with_solution,
 )
 
@@ -60,7 +60,7 @@ WARNING_ADD = ("import warnings\ndef add(x, y):\n    warnings.warn('a slow path'
 
 @pytest.fixture
 def course(tmp_path, monkeypatch):
-    use_toy_registry(monkeypatch)
+    use_toy_catalogue(monkeypatch)
     marker = uuid.uuid4().hex  # every process this test starts (kernels too) inherits it
     monkeypatch.setenv("AUTOGRADER_TEST_RUN", marker)
     course = make_course(tmp_path / "course")

@@ -26,7 +26,7 @@ from autograder_support import (
     source_notebook,
     submit,
     table,
-    use_toy_registry,
+    use_toy_catalogue,
     with_solution,
 )
 
@@ -57,7 +57,7 @@ def postgres_url():
 
 
 def test_release_grade_report_feedback_on_postgresql(postgres_url, tmp_path, monkeypatch, capsys):
-    use_toy_registry(monkeypatch)
+    use_toy_catalogue(monkeypatch)
     course = make_course(tmp_path / "course")
     db = ["--db", postgres_url]
     assert autograder(course, *db, "release", ASSIGNMENT, "--solutions", str(SOLUTIONS)) == 0

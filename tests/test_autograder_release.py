@@ -18,7 +18,7 @@ from autograder_support import (
     make_course,
     release,
     submit,
-    use_toy_registry,
+    use_toy_catalogue,
 )
 
 pytestmark = pytest.mark.xdist_group("autograder")
@@ -86,7 +86,7 @@ def test_release_catches_planted_leaks(tmp_path, capsys):
 @pytest.mark.slow
 def test_release_ships_the_course_kit_and_grading_uses_it(tmp_path, monkeypatch, capsys):
     """Notebooks that import coursekit get it in the release folder, and when they are graded."""
-    use_toy_registry(monkeypatch)
+    use_toy_catalogue(monkeypatch)
     course = make_course(tmp_path / "course")
     path = course.source_dir(ASSIGNMENT) / f"{NOTEBOOK}.ipynb"
     nb = json.loads(path.read_text())

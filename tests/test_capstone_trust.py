@@ -17,9 +17,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from autograder import spec as spec_module
+from autograder.judge import catalogue
 from autograder.judge.judge import code_cells, judge
-from autograder.judge.registry import seed
 from autograder.judge.session import Sandbox, Session
 
 SOURCE = Path(__file__).resolve().parents[1] / "assignments" / "source"
@@ -41,7 +40,7 @@ def judged(answer: str | None = None):
                 cell["source"] = answer
     earlier = [(a, _cells(a)) for a in sorted(p.name for p in SOURCE.iterdir() if p.name < "a06")]
     verdict = judge(EXERCISE, code_cells(cells, EXERCISE), sandbox=Sandbox(),
-                    budget=spec_module.by_id(EXERCISE).budget or 60.0, earlier=earlier)
+                    budget=catalogue.exercise(EXERCISE).budget or 60.0, earlier=earlier)
     assert not verdict.detail, verdict.detail
     return verdict
 
@@ -191,7 +190,7 @@ def test_the_held_out_images_never_enter_the_sandbox(monkeypatch):
     monkeypatch.setattr(Session, "_send", recording)
     verdict = judged()
     assert verdict.passed, verdict.message
-    split = check._split(np.random.default_rng(seed(EXERCISE)))
+    split = check._split(np.random.default_rng(catalogue.exercise(EXERCISE).seed))
     train = {image.tobytes() for image in split["train"][0]}
     held_out = [image for image in split["test"][0] if image.tobytes() not in train]  # a few digits repeat
     assert len(held_out) > 300

@@ -24,7 +24,7 @@ import yaml
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
-from autograder import spec as spec_module
+from autograder.judge import catalogue
 from autograder.kit import build_kit
 from autograder.regions import cell_regions
 
@@ -68,7 +68,7 @@ def test_every_assignment_is_listed_in_its_chapter():
 def test_the_generated_list_is_the_notebooks_exercises(assignment):
     lines = coursekit_book.exercise_lines(assignment)
     ids = [m.group(1) for line in lines for m in [re.search(r"`(a\d\d-[\w-]+)`\)$", line)] if m]
-    assert sorted(ids) == sorted(s.id for s in spec_module.load(assignment)), lines
+    assert sorted(ids) == sorted(s.id for s in catalogue.assignment(assignment)), lines
     nb = json.loads((SOURCE / assignment / f"{assignment}.ipynb").read_text())
     written = [c["metadata"]["nbgrader"]["grade_id"] for c in nb["cells"]
                if c.get("metadata", {}).get("nbgrader", {}).get("grade_id", "").endswith("-written")]

@@ -10,7 +10,7 @@ import ast
 import re
 from pathlib import Path
 
-from autograder import spec as spec_module
+from autograder.judge import catalogue
 from autograder.selfcheck import _read_notebooks, apply_mutant
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -41,9 +41,9 @@ def test_the_readme_check_example_declares_a_real_exercise():
     exercise_id = args[0]
     assignment = next(p.name for p in (ROOT / "assignments" / "source").iterdir()
                       if p.name.startswith(exercise_id.split("-")[0] + "_"))
-    real = {s.id: s for s in spec_module.load(assignment)}
+    real = {s.id: s for s in catalogue.assignment(assignment)}
     assert exercise_id in real, f"the README's example declares {exercise_id}, which {assignment} does not have"
-    declared = spec_module.Spec(exercise_id, args[1] if len(args) > 1 else kwargs.get("source"),
+    declared = catalogue.Spec(exercise_id, args[1] if len(args) > 1 else kwargs.get("source"),
                                 tuple(kwargs.get("regions", ())), kwargs.get("points", 2))
     assert declared == real[exercise_id], f"README: {declared}\nreal:   {real[exercise_id]}"
 

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from autograder import spec as spec_module
+from autograder.judge import catalogue
+from autograder.judge.catalogue import PACKAGE_EXERCISES
 from autograder.judge.judge import code_cells, judge
-from autograder.judge.registry import PACKAGE_EXERCISES
 from autograder.judge.session import Sandbox
 from autograder.mutants import Mutant, load_alternatives, load_mutants
 from autograder.selfcheck import apply_mutant
@@ -26,7 +26,7 @@ from autograder.selfcheck import apply_mutant
 REPO = Path(__file__).resolve().parents[1]
 SOURCE = REPO / "assignments" / "source"
 ASSIGNMENTS = sorted(p.stem for p in PACKAGE_EXERCISES.glob("a[0-9][0-9]_*.py"))
-SPECS = [s for a in ASSIGNMENTS for s in spec_module.load(a)]
+SPECS = [s for a in ASSIGNMENTS for s in catalogue.assignment(a)]
 MUTANTS = [(a, m) for a in ASSIGNMENTS for m in load_mutants(a)]
 ALTERNATIVES = [(a, m) for a in ASSIGNMENTS for m in load_alternatives(a)]
 SANDBOX = Sandbox()
@@ -62,7 +62,7 @@ def earlier(exercise_id: str) -> list[tuple[str, list[dict]]]:
 def failure(exercise_id: str, notebook: dict | None = None, budget: float = 60) -> str:
     """The student-facing message for the exercise in `notebook` ('' if it passes)."""
     notebook = notebook or notebook_with(exercise_id)
-    the_spec = spec_module.by_id(exercise_id)
+    the_spec = catalogue.exercise(exercise_id)
     result = judge(exercise_id, code_cells(notebook["cells"], exercise_id), sandbox=SANDBOX,
                    budget=the_spec.budget or budget, earlier=earlier(exercise_id) if the_spec.whole_engine else None)
     assert not result.detail, f"the check of {exercise_id} itself failed:\n{result.detail}"
@@ -107,7 +107,7 @@ def test_reference_answer_passes_and_the_unanswered_stub_does_not(spec):
 
 
 def test_enough_auto_graded_exercises_and_mutants():
-    counts = {a: len(spec_module.load(a)) for a in ASSIGNMENTS}
+    counts = {a: len(catalogue.assignment(a)) for a in ASSIGNMENTS}
     assert counts["a01_graphs"] >= 6 and counts["a02_broadcasting"] >= 10, counts
     assert sum(counts.values()) >= 39, counts
     per_assignment = {a: len(load_mutants(a)) for a in ASSIGNMENTS}
@@ -129,7 +129,8 @@ def test_mutant_is_caught_with_the_kind_of_mistake_and_costs_no_other_exercise(a
     assert "autograder/" not in message and "Traceback" not in message
     # Isolation: the exercises below the mutated cell see it, and still pass.
     ids = [(c.get("metadata", {}).get("nbgrader") or {}).get("grade_id") for c in nb["cells"]]
-    below = [s for s in spec_module.load(assignment) if s.id in ids and ids.index(s.id) > ids.index(mutant.exercise)]
+    below = [s for s in catalogue.assignment(assignment)
+             if s.id in ids and ids.index(s.id) > ids.index(mutant.exercise)]
     for other in below:
         assert failure(other.id, nb) == "", f"mutant {mutant.id} also breaks {other.id}"
 
@@ -232,7 +233,7 @@ def test_the_capstone_names_a_broken_earlier_op():
     notebook = notebook_with("a06-train-step")
     the_earlier = [(a, broken["cells"] if a == "a02_broadcasting" else cells) for a, cells in earlier("a06-train-step")]
     result = judge("a06-train-step", code_cells(notebook["cells"], "a06-train-step"), sandbox=SANDBOX,
-                   budget=spec_module.by_id("a06-train-step").budget, earlier=the_earlier)
+                   budget=catalogue.exercise("a06-train-step").budget, earlier=the_earlier)
     assert not result.passed and not result.detail, result
     assert "a02-mul" in result.message and "gradient check" in result.message, result.message
 

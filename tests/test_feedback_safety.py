@@ -26,7 +26,7 @@ from autograder_support import (
     source_notebook,
     submit,
     table,
-    use_toy_registry,
+    use_toy_catalogue,
 )
 
 pytestmark = pytest.mark.xdist_group("autograder")
@@ -170,7 +170,7 @@ def test_feedback_over_three_students_one_hostile_writes_all_three_and_runs_noth
                                                                                     capsys):
     """One grading run for the slow part: the pages of three students, one of them hostile, then
     the same with one student whose page cannot be made."""
-    use_toy_registry(monkeypatch)
+    use_toy_catalogue(monkeypatch)
     course = make_course(tmp_path / "course")
     release(course)
     submit(course, "alice", source_notebook())

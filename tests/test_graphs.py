@@ -834,6 +834,6 @@ class TestOverride:
         assert seen and x.grad.item() == 5.0
 
     def test_unknown_name(self):
-        with pytest.raises(KeyError, match="NoSuchOp"):
+        with pytest.raises(ValueError, match="NoSuchOp"):
             with override(NoSuchOp=Add):
                 pass

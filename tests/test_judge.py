@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from autograder import kit, spec
+from autograder import kit
+from autograder.judge import catalogue
 from autograder.judge.judge import code_cells, judge, transform
 from autograder.judge.session import Sandbox
 
@@ -48,7 +49,7 @@ def test_isolation_a_buggy_unbroadcast_in_the_notebook_costs_mul_nothing():
 
 def test_the_reference_of_the_judged_exercise_is_not_in_the_sandbox():
     """Not importable, not in the kit's sources: no line of Mul.backward's body is sent."""
-    for s in spec.load_all():
+    for s in catalogue.in_engine():
         secret = {line for _, line in kit.body_lines([s])}
         sources = "\n".join(m[1] for m in kit.kit_modules([s]).values())
         sent = {line.strip() for line in sources.split("\n")}
@@ -63,7 +64,7 @@ def test_the_reference_of_the_judged_exercise_is_not_in_the_sandbox():
 @pytest.mark.parametrize("attack", [
     "raise SystemExit",
     "import os\nos._exit(0)",
-    "import autograder.judge.registry\nautograder.judge.registry.check = lambda *a: None",
+    "import autograder.judge.catalogue\nautograder.judge.catalogue.graded = lambda *a: None",
     "import builtins\nbuiltins.isinstance = lambda *a: True",
 ])
 def test_attacks_in_a_cell_do_not_pass(attack):

@@ -20,8 +20,8 @@ import pytest
 from nbclient import NotebookClient
 
 import solutions
-from autograder import spec as spec_module
 from autograder import sync
+from autograder.judge import catalogue
 from autograder.kit import body_lines, build_kit, leaks
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -60,7 +60,7 @@ def test_no_exercise_body_in_the_kit(kit_dir):
     assert body_lines(), "the registry lists no exercise bodies at all"
     assert leaks(kit_dir / "coursekit") == []
     kit_text = "\n".join(p.read_text() for p in (kit_dir / "coursekit").rglob("*.py"))
-    for s in spec_module.load_all():
+    for s in catalogue.in_engine():
         assert f'"exercise {s.id}: implement {s.name} in your notebook' in kit_text, s.id
 
 
@@ -170,7 +170,7 @@ def _errors(nb) -> list[tuple[str, str, str]]:
 def test_source_notebook_runs_on_the_kit(assignment, tmp_path):
     """With the solutions filled in, every cell runs: visible tests print, hidden tests pass."""
     notebook = SOURCE / assignment / f"{assignment}.ipynb"
-    if any(s.whole_engine for s in spec_module.load(assignment)):
+    if any(s.whole_engine for s in catalogue.assignment(assignment)):
         # The capstone runs on the whole engine: a student who finished every earlier assignment
         # with the reference answers, their notebooks beside this one, as the kit finds them.
         for earlier in ASSIGNMENTS:
@@ -235,7 +235,7 @@ def test_released_notebook_runs_and_fails_only_with_not_implemented(assignment, 
     that way, and neither solutions nor hidden tests are in it."""
     folder = released / assignment
     text = (folder / f"{assignment}.ipynb").read_text()
-    for marker in ("BEGIN SOLUTION", "HIDDEN TESTS", "autograder.judge.registry", "Model answer", "import solutions"):
+    for marker in ("BEGIN SOLUTION", "HIDDEN TESTS", "autograder.judge", "Model answer", "import solutions"):
         assert marker not in text, marker
     build_kit(folder)
     nb = _execute(folder / f"{assignment}.ipynb", folder)

@@ -217,11 +217,11 @@ def test_the_training_command_runs_the_capstones_own_answer(tmp_path):
 def test_the_judges_kit_never_loads_notebooks():
     """Grading isolation: the sandbox's kit (kit_modules) gets exactly the answers the judge sends;
     it never looks for notebooks by itself, as the students' kit does when imported."""
-    from autograder import spec as spec_module
+    from autograder.judge import catalogue
     from autograder.kit import kit_files, kit_modules
 
     students = kit_files()[Path("coursekit") / "__init__.py"]
     assert "answers.autoload()" in students
-    specs = spec_module.load("a02_broadcasting")
+    specs = catalogue.assignment("a02_broadcasting")
     for stubbed in ([], specs[:1], specs):
         assert "autoload()" not in kit_modules(stubbed)["coursekit"][1]

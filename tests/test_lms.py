@@ -15,7 +15,7 @@ import pytest
 
 from autograder.lms import Roster, Student, canvas_placement, moodle_placement, notebook_of
 
-from autograder_support import ASSIGNMENT, NOTEBOOK, SOLUTIONS, autograder, make_course, table, use_toy_registry
+from autograder_support import ASSIGNMENT, NOTEBOOK, SOLUTIONS, autograder, make_course, table, use_toy_catalogue
 
 pytestmark = pytest.mark.xdist_group("autograder")
 
@@ -183,7 +183,7 @@ def _grade_by_hand(course, student: str, points: float) -> None:
 
 @pytest.mark.slow
 def test_canvas_zip_to_canvas_and_moodle_grade_files(course, tmp_path, capsys, monkeypatch):
-    use_toy_registry(monkeypatch)
+    use_toy_catalogue(monkeypatch)
     with open(course.root / "nbgrader_config.py", "a") as config:
         config.write('\nc.LateSubmissionPlugin.penalty_method = "zero"\n')
     assert autograder(course, "release", ASSIGNMENT, "--solutions", str(SOLUTIONS), "--due", DUE) == 0

@@ -8,7 +8,7 @@ helper file the notebooks import.
 
 import pytest
 
-from autograder_support import ASSIGNMENT, SOLUTIONS, autograder, make_course, use_toy_registry
+from autograder_support import ASSIGNMENT, SOLUTIONS, autograder, make_course, use_toy_catalogue
 
 pytestmark = pytest.mark.xdist_group("autograder")
 
@@ -35,7 +35,7 @@ class DropsHelpers(ExchangeReleaseAssignment):
 
 @pytest.fixture
 def course(tmp_path, monkeypatch):
-    use_toy_registry(monkeypatch)
+    use_toy_catalogue(monkeypatch)
     course = make_course(tmp_path / "course")
     helpers = course.root / "source" / ASSIGNMENT / "helpers"
     helpers.mkdir()

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from autograder import kit
-from autograder import spec as spec_module
+from autograder.judge import catalogue
 from autograder.judge.judge import code_cells, judge
 from autograder.judge.sealed import Oracle, OracleError
 from autograder.judge.session import Sandbox
@@ -84,8 +84,8 @@ def _qualnames(specs) -> set[str]:
 
 @pytest.mark.parametrize("exercise_id", ["a03-im2col", "a02-mul"])
 def test_no_code_of_the_same_or_a_later_assignment_is_reachable_in_the_sandbox(exercise_id):
-    judged = spec_module.by_id(exercise_id)
-    specs = spec_module.load_all()
+    judged = catalogue.exercise(exercise_id)
+    specs = catalogue.in_engine()
     earlier = _qualnames([s for s in specs if s.prefix < judged.prefix])
     later = _qualnames([s for s in specs if s.prefix >= judged.prefix]) - earlier
     answer = SEARCH.format(earlier=sorted(earlier), later=sorted(later), name=judged.name)
@@ -121,7 +121,7 @@ def test_a_later_assignments_reference_does_not_answer_an_exercise(exercise_id):
 
 
 def test_a_line_of_an_earlier_assignments_reference_is_scrubbed_from_the_message():
-    (unbroadcast,) = [s for s in spec_module.load("a02") if s.id == "a02-unbroadcast"]
+    (unbroadcast,) = [s for s in catalogue.assignment("a02") if s.id == "a02-unbroadcast"]
     line = next(line for _, line in kit.body_lines([unbroadcast]) if signature(line) and '"' not in line)
     answer = f"def im2col(*args, **kwargs):\n    raise ValueError({('look: ' + line)!r})\n"
     result = verdict("a03-im2col", {"a03-im2col": answer})
@@ -145,7 +145,7 @@ def test_isolation_a_wrong_im2col_costs_conv2d_nothing():
 
 
 def test_the_oracle_answers_for_its_sealed_exercises_only():
-    specs = {s.id: s for s in spec_module.load("a03")}
+    specs = {s.id: s for s in catalogue.assignment("a03")}
     oracle = Oracle([specs["a03-windows"]])
     xp = np.arange(16.0).reshape(1, 1, 4, 4)
     args = {"xp": xp, "kernel": (3, 3), "stride": (1, 1), "dilation": (1, 1)}

@@ -22,11 +22,14 @@ import math
 import numpy as np
 
 from autograder.judge.checks import (
+    GradingFailure,
+    Proxy,
+    StudentError,
     chain_in_sandbox,
     close,
+    graded,
     identity,
     kind,
-    prepare,
     reference_engine,
     run,
     same_object,
@@ -34,13 +37,10 @@ from autograder.judge.checks import (
     sandbox_type,
     student_engine,
     student_engine_session,
+    student_module,
     time_limit,
     type_name,
 )
-from autograder.judge.judge import student_module
-from autograder.judge.registry import GradingFailure
-from autograder.judge.session import Proxy, StudentError
-from autograder.spec import graded
 
 SOURCE = "solutions.scalar"
 
@@ -176,16 +176,16 @@ def _binary_cases(rng):
     ]
 
 
-@graded("a01-add", f"{SOURCE}:add", points=2, title="add")
+@graded("a01-add", f"{SOURCE}:add", points=2)
 def check_add(add, rng):
-    f = prepare(add, "a01-add", "function")
+    f = add
     for label, args in _binary_cases(rng):
         _op_case(f, "add", label, args, lambda a, b: a + b, lambda a, b: (1.0, 1.0), rng)
 
 
-@graded("a01-mul", f"{SOURCE}:mul", points=2, title="mul")
+@graded("a01-mul", f"{SOURCE}:mul", points=2)
 def check_mul(mul, rng):
-    f = prepare(mul, "a01-mul", "function")
+    f = mul
 
     def hint(got, share, g, a, b):
         if math.isclose(got, a * g, rel_tol=1e-9):
@@ -196,9 +196,9 @@ def check_mul(mul, rng):
         _op_case(f, "mul", label, args, lambda a, b: a * b, lambda a, b: (b, a), rng, hint)
 
 
-@graded("a01-power", f"{SOURCE}:power", points=2, title="power")
+@graded("a01-power", f"{SOURCE}:power", points=2)
 def check_power(power, rng):
-    f = prepare(power, "a01-power", "function")
+    f = power
 
     def hint(got, share, g, a, p):
         if p == 0:
@@ -240,24 +240,23 @@ def check_power(power, rng):
                  lambda a, q: (slope(a, q), 0.0), rng, hint, raised_hint(p))
 
 
-def _unary(exercise_id: str, name: str, obj, rng, forward, derivative, points_of_interest, hint=None):
-    f = prepare(obj, exercise_id, "function")
+def _unary(name: str, f, rng, forward, derivative, points_of_interest, hint=None):
     for label, x in points_of_interest(rng):
         _op_case(f, name, label, [x], forward, lambda a: (derivative(a),), rng, hint)
 
 
-@graded("a01-exp", f"{SOURCE}:exp", points=2, title="exp")
+@graded("a01-exp", f"{SOURCE}:exp", points=2)
 def check_exp(exp, rng):
     def hint(got, share, g, a):
         if math.isclose(got, a * g, rel_tol=1e-9):
             return "exp'(a) = exp(a), the output: use out.data, not the input a.data"
         return None
-    _unary("a01-exp", "exp", exp, rng, math.exp, math.exp,
+    _unary("exp", exp, rng, math.exp, math.exp,
            lambda r: [("a positive input", float(r.uniform(0.5, 2))), ("a negative input", float(r.uniform(-3, -0.5)))],
            hint)
 
 
-@graded("a01-tanh", f"{SOURCE}:tanh", points=2, title="tanh")
+@graded("a01-tanh", f"{SOURCE}:tanh", points=2)
 def check_tanh(tanh, rng):
     def hint(got, share, g, a):
         if math.isclose(got, (1 - a * a) * g, rel_tol=1e-9):
@@ -265,19 +264,19 @@ def check_tanh(tanh, rng):
         if math.isclose(got, (1 - math.tanh(a)) * g, rel_tol=1e-9):
             return "tanh'(a) = 1 - tanh(a)^2: the output is squared"
         return None
-    _unary("a01-tanh", "tanh", tanh, rng, math.tanh, lambda a: 1 - math.tanh(a) ** 2,
+    _unary("tanh", tanh, rng, math.tanh, lambda a: 1 - math.tanh(a) ** 2,
            lambda r: [("a positive input", float(r.uniform(0.3, 1.5))),
                       ("a negative input", float(r.uniform(-2, -0.3))),
                       ("a large input (tanh saturates)", 20.0)], hint)
 
 
-@graded("a01-relu", f"{SOURCE}:relu", points=2, title="relu")
+@graded("a01-relu", f"{SOURCE}:relu", points=2)
 def check_relu(relu, rng):
     def hint(got, share, g, a):
         if a <= 0 and math.isclose(got, g, rel_tol=1e-9):
             return "relu passes gradient only where its input is > 0 (the gradient is 0 for a <= 0, also at 0)"
         return None
-    _unary("a01-relu", "relu", relu, rng, lambda a: max(a, 0.0), lambda a: 1.0 if a > 0 else 0.0,
+    _unary("relu", relu, rng, lambda a: max(a, 0.0), lambda a: 1.0 if a > 0 else 0.0,
            lambda r: [("a positive input", float(r.uniform(0.5, 2))), ("a negative input", float(r.uniform(-2, -0.5))),
                       ("an input of exactly 0", 0.0)], hint)
 
@@ -369,10 +368,10 @@ def _slow(what: str) -> str:
             f"{LADDER_DEPTH} levels): that is exponential in the depth. Visit each node once: keep a visited set")
 
 
-@graded("a01-topological-order", f"{SOURCE}:topological_order", points=3, title="topological_order")
+@graded("a01-topological-order", f"{SOURCE}:topological_order", points=3)
 def check_topological_order(topological_order, rng):
     S = _S()
-    f = prepare(topological_order, "a01-topological-order", "function")
+    f = topological_order
     leaf = S.Value(1.0)
     graphs = [("a single Value", (leaf, [leaf])), ("a tree-shaped expression", _expression(S, rng)),
               ("an expression that uses a value several times", _shared(S, rng)),
@@ -426,9 +425,9 @@ def _check_order(order, before: tuple[list, dict], label: str) -> None:
                                      "all of its children (post-order), so the root comes last")
 
 
-@graded("a01-backward", f"{SOURCE}:backward", points=3, title="backward")
+@graded("a01-backward", f"{SOURCE}:backward", points=3)
 def check_backward(backward, rng):
-    f = prepare(backward, "a01-backward", "function")
+    f = backward
     S, R = _S(), _R()
     seed = int(rng.integers(1 << 30))
     builders = [("a tree-shaped expression", _expression), ("an expression that uses a value several times", _shared),
@@ -581,10 +580,10 @@ def _topo_hint(error) -> str | None:
     return None
 
 
-@graded("a01-toposort", f"{GRAPH}:toposort", points=3, title="toposort")
+@graded("a01-toposort", f"{GRAPH}:toposort", points=3)
 def check_toposort(toposort, rng):
     S = _T()
-    f = prepare(toposort, "a01-toposort", "function")
+    f = toposort
     for label, roots in _topo_graphs(S, rng):
         before = _tensor_graph(roots)
         order = run(f"{label}: toposort", f, roots, hint=_topo_hint)
@@ -721,9 +720,9 @@ def _compare_leaves(label: str, build, data, failure: str) -> None:
     raise GradingFailure(f"{label}: {failure}")
 
 
-@graded("a01-run-backward", f"{GRAPH}:run_backward", points=5, title="run_backward")
+@graded("a01-run-backward", f"{GRAPH}:run_backward", points=5)
 def check_run_backward(run_backward, rng):
-    f = prepare(run_backward, "a01-run-backward", "function")
+    f = run_backward
     S, R = _T(), reference_engine()
     data = _leaf_data(rng, 3)
     _compare_leaves("a tree-shaped expression", _tree, data,
@@ -917,9 +916,9 @@ def _check_deep(S) -> None:
 # --------------------------------------------------------------------------------------------
 # no_grad
 # --------------------------------------------------------------------------------------------
-@graded("a01-no-grad", f"{GRAPH}:no_grad", regions=("__enter__", "__exit__"), points=2, title="no_grad")
+@graded("a01-no-grad", f"{GRAPH}:no_grad", regions=("__enter__", "__exit__"), points=2)
 def check_no_grad(no_grad, rng):
-    cls = prepare(no_grad, "a01-no-grad", "class")
+    cls = no_grad
     S = _T()
     x = S.Tensor(rng.uniform(0.5, 1.5, size=3), requires_grad=True)
     label = "a no_grad block"

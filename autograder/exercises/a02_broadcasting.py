@@ -10,9 +10,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from autograder.judge.checks import Case, Context, check_op, close, prepare, run, student_engine, sum_to
-from autograder.judge.registry import GradingFailure
-from autograder.spec import graded
+from autograder.judge.checks import (
+    Case,
+    Context,
+    GradingFailure,
+    check_op,
+    close,
+    graded,
+    run,
+    student_engine,
+    sum_to,
+)
 
 
 def op(name: str):
@@ -58,11 +66,11 @@ def _unbroadcast_shape_hint(gshape, shape, got) -> str:
     return "the result does not have the shape `shape`"
 
 
-@graded("a02-unbroadcast", "solutions.ops.shape:unbroadcast", points=3, title="unbroadcast")
+@graded("a02-unbroadcast", "solutions.ops.shape:unbroadcast", points=3)
 def check_unbroadcast(unbroadcast, rng):
     S = student_engine()
     Tensor, grad = S.Tensor, S.grad
-    f = prepare(unbroadcast, "a02-unbroadcast", "function")
+    f = unbroadcast
     for dtype in (np.float64, np.float32):
         for gshape, shape, what in UNBROADCAST_CASES:
             label = f"summing back over {what}, {np.dtype(dtype).name}"
@@ -138,9 +146,9 @@ def binary_cases(rng, call, positive_y: bool = False) -> list[Case]:
     return cases
 
 
-@graded("a02-add", "solutions.ops.elementwise:Add", regions=("backward",), points=2, title="Add")
+@graded("a02-add", "solutions.ops.elementwise:Add", regions=("backward",), points=2)
 def check_add(Add, rng):
-    cls = prepare(Add, "a02-add", "class")
+    cls = Add
 
     def hint(ctx):
         if ctx.matches(sum_to(np.ones_like(ctx.out), ctx.inputs[ctx.index].shape)):
@@ -150,9 +158,9 @@ def check_add(Add, rng):
     check_op(cls, "Add", binary_cases(rng, op("add")), rng, hint)
 
 
-@graded("a02-mul", "solutions.ops.elementwise:Mul", regions=("backward",), points=2, title="Mul")
+@graded("a02-mul", "solutions.ops.elementwise:Mul", regions=("backward",), points=2)
 def check_mul(Mul, rng):
-    cls = prepare(Mul, "a02-mul", "class")
+    cls = Mul
 
     def hint(ctx):
         x, y = ctx.inputs
@@ -168,9 +176,9 @@ def check_mul(Mul, rng):
     check_op(cls, "Mul", binary_cases(rng, op("mul")), rng, hint)
 
 
-@graded("a02-div", "solutions.ops.elementwise:Div", regions=("backward",), points=2, title="Div")
+@graded("a02-div", "solutions.ops.elementwise:Div", regions=("backward",), points=2)
 def check_div(Div, rng):
-    cls = prepare(Div, "a02-div", "class")
+    cls = Div
 
     def hint(ctx):
         x, y = ctx.inputs
@@ -204,9 +212,9 @@ def unary_cases(rng, call, low=-2.0, high=2.0, extra=()) -> list[Case]:
     return cases
 
 
-@graded("a02-pow-scalar", "solutions.ops.elementwise:PowScalar", regions=("backward",), points=2, title="PowScalar")
+@graded("a02-pow-scalar", "solutions.ops.elementwise:PowScalar", regions=("backward",), points=2)
 def check_pow_scalar(PowScalar, rng):
-    cls = prepare(PowScalar, "a02-pow-scalar", "class")
+    cls = PowScalar
     for p, label in [(2, "a square"), (3, "a cube"), (0.5, "a square root"), (-1.5, "a negative fractional power"),
                      (1, "the power 1")]:
         def hint(ctx, p=p):
@@ -242,9 +250,9 @@ def check_pow_scalar(PowScalar, rng):
         raise GradingFailure(f"{failure}: {zero_hint(None)}") from None
 
 
-@graded("a02-exp", "solutions.ops.elementwise:Exp", regions=("backward",), points=2, title="Exp")
+@graded("a02-exp", "solutions.ops.elementwise:Exp", regions=("backward",), points=2)
 def check_exp(Exp, rng):
-    cls = prepare(Exp, "a02-exp", "class")
+    cls = Exp
 
     def hint(ctx):
         (x,) = ctx.inputs
@@ -255,9 +263,9 @@ def check_exp(Exp, rng):
     check_op(cls, "Exp", unary_cases(rng, op("exp")), rng, hint)
 
 
-@graded("a02-log", "solutions.ops.elementwise:Log", regions=("backward",), points=2, title="Log")
+@graded("a02-log", "solutions.ops.elementwise:Log", regions=("backward",), points=2)
 def check_log(Log, rng):
-    cls = prepare(Log, "a02-log", "class")
+    cls = Log
 
     def hint(ctx):
         (x,) = ctx.inputs
@@ -270,9 +278,9 @@ def check_log(Log, rng):
     check_op(cls, "Log", unary_cases(rng, op("log"), 0.2, 3.0), rng, hint)
 
 
-@graded("a02-tanh", "solutions.ops.elementwise:Tanh", regions=("backward",), points=2, title="Tanh")
+@graded("a02-tanh", "solutions.ops.elementwise:Tanh", regions=("backward",), points=2)
 def check_tanh(Tanh, rng):
-    cls = prepare(Tanh, "a02-tanh", "class")
+    cls = Tanh
 
     def hint(ctx):
         (x,) = ctx.inputs
@@ -285,9 +293,9 @@ def check_tanh(Tanh, rng):
     check_op(cls, "Tanh", unary_cases(rng, op("tanh")), rng, hint)
 
 
-@graded("a02-sigmoid", "solutions.ops.elementwise:Sigmoid", regions=("backward",), points=2, title="Sigmoid")
+@graded("a02-sigmoid", "solutions.ops.elementwise:Sigmoid", regions=("backward",), points=2)
 def check_sigmoid(Sigmoid, rng):
-    cls = prepare(Sigmoid, "a02-sigmoid", "class")
+    cls = Sigmoid
 
     def hint(ctx):
         (x,) = ctx.inputs
@@ -307,9 +315,9 @@ def check_sigmoid(Sigmoid, rng):
 # --------------------------------------------------------------------------------------------
 # Reductions and shapes
 # --------------------------------------------------------------------------------------------
-@graded("a02-sum", "solutions.ops.reduce:Sum", regions=("backward",), points=2, title="Sum")
+@graded("a02-sum", "solutions.ops.reduce:Sum", regions=("backward",), points=2)
 def check_sum(Sum, rng):
-    cls = prepare(Sum, "a02-sum", "class")
+    cls = Sum
     specs = [((3, 4), None, False, "every axis"), ((3, 4), 0, False, "axis 0"),
              ((3, 4), 1, False, "the last axis"), ((3, 3), 1, False, "the last axis of a square matrix"),
              ((3, 4), 1, True, "the last axis with keepdims=True"), ((2, 3, 4), (0, 2), False, "two axes of three"),
@@ -343,9 +351,9 @@ def check_sum(Sum, rng):
     check_op(cls, "Sum", cases, rng, hint, shape_hint=shape_hint, exception_hint=exception_hint)
 
 
-@graded("a02-broadcast-to", "solutions.ops.shape:BroadcastTo", regions=("backward",), points=2, title="BroadcastTo")
+@graded("a02-broadcast-to", "solutions.ops.shape:BroadcastTo", regions=("backward",), points=2)
 def check_broadcast_to(BroadcastTo, rng):
-    cls = prepare(BroadcastTo, "a02-broadcast-to", "class")
+    cls = BroadcastTo
     specs = [((3,), (4, 3), "a new leading axis"), ((4, 1), (4, 3), "a size-1 axis"),
              ((1, 3, 1), (2, 1, 3, 5), "new leading axes and size-1 axes"), ((), (2, 2), "a 0-d tensor"),
              ((2, 3), (2, 3), "the same shape")]
@@ -365,9 +373,9 @@ def check_broadcast_to(BroadcastTo, rng):
              hint=lambda ctx: "sum (not average or pick) over the broadcast axes: unbroadcast(grad, x.shape)")
 
 
-@graded("a02-transpose", "solutions.ops.shape:Transpose", regions=("backward",), points=2, title="Transpose")
+@graded("a02-transpose", "solutions.ops.shape:Transpose", regions=("backward",), points=2)
 def check_transpose(Transpose, rng):
-    cls = prepare(Transpose, "a02-transpose", "class")
+    cls = Transpose
     specs = [((2, 3), None, "a matrix transpose"), ((2, 3, 4), (1, 2, 0), "a cyclic permutation of three axes"),
              ((2, 3, 4, 5), (0, 3, 1, 2), "a permutation of four axes"),
              ((3, 3, 3), (2, 0, 1), "a cyclic permutation of equal axes")]
@@ -384,9 +392,9 @@ def check_transpose(Transpose, rng):
     check_op(cls, "Transpose", cases, rng, hint, shape_hint=shape_hint)
 
 
-@graded("a02-getitem", "solutions.ops.shape:GetItem", regions=("backward",), points=2, title="GetItem")
+@graded("a02-getitem", "solutions.ops.shape:GetItem", regions=("backward",), points=2)
 def check_getitem(GetItem, rng):
-    cls = prepare(GetItem, "a02-getitem", "class")
+    cls = GetItem
     specs = [((5, 3), (slice(1, 4),), "a slice"), ((5, 3), (2,), "an integer index"),
              ((6,), (np.array([0, 2, 2, 5, 2]),), "an index array that repeats an element"),
              ((4, 3), (np.array([1, 1, 3]), slice(None)), "repeated rows"),
@@ -417,9 +425,9 @@ def check_getitem(GetItem, rng):
 # --------------------------------------------------------------------------------------------
 # MatMul
 # --------------------------------------------------------------------------------------------
-@graded("a02-matmul", "solutions.ops.linalg:MatMul", regions=("backward",), points=3, title="MatMul")
+@graded("a02-matmul", "solutions.ops.linalg:MatMul", regions=("backward",), points=3)
 def check_matmul(MatMul, rng):
-    cls = prepare(MatMul, "a02-matmul", "class")
+    cls = MatMul
     specs = [((3, 4), (4, 5), "matrix @ matrix"), ((4, 4), (4, 4), "square matrices"),
              ((4,), (4, 5), "vector @ matrix"), ((3, 4), (4,), "matrix @ vector"), ((5,), (5,), "vector @ vector"),
              ((2, 3, 4), (4, 5), "a batch of matrices @ one matrix (the matrix is broadcast over the batch)"),
@@ -488,9 +496,9 @@ def softmax_cases(rng, call) -> list[Case]:
             for k, (s, axis, scale, dt, what) in enumerate(specs)]
 
 
-@graded("a02-softmax", "solutions.ops.activation:Softmax", regions=("forward", "backward"), points=3, title="Softmax")
+@graded("a02-softmax", "solutions.ops.activation:Softmax", regions=("forward", "backward"), points=3)
 def check_softmax(Softmax, rng):
-    cls = prepare(Softmax, "a02-softmax", "class")
+    cls = Softmax
 
     def forward_hint(case, got, want):
         if not np.all(np.isfinite(got)):
@@ -525,9 +533,9 @@ def _axis_of(ctx: Context):
     return ctx.case.params.get("axis")
 
 
-@graded("a02-log-softmax", "solutions.ops.activation:LogSoftmax", regions=("backward",), points=2, title="LogSoftmax")
+@graded("a02-log-softmax", "solutions.ops.activation:LogSoftmax", regions=("backward",), points=2)
 def check_log_softmax(LogSoftmax, rng):
-    cls = prepare(LogSoftmax, "a02-log-softmax", "class")
+    cls = LogSoftmax
 
     def hint(ctx):
         g = ctx.g

@@ -24,18 +24,17 @@ import math
 import numpy as np
 
 from autograder.judge.checks import (
+    GradingFailure,
     close,
+    graded,
     in_sandbox,
-    prepare,
+    judged,
     reference_engine,
     run,
-    spec_of,
     student_engine,
     time_limit,
     type_name,
 )
-from autograder.judge.registry import GradingFailure
-from autograder.spec import graded
 
 TIME_LIMIT = 30.0
 
@@ -143,9 +142,9 @@ def _formula(size, kernel, stride, pad, dilation):
     return (size + pad - dilation * (kernel - 1) - 1) // stride + 1
 
 
-@graded("a03-output-size", "solutions.ops.im2col:output_size", points=1, title="output_size")
+@graded("a03-output-size", "solutions.ops.im2col:output_size", points=1)
 def check_output_size(output_size, rng):
-    f = prepare(output_size, "a03-output-size", "function")
+    f = output_size
     cases = []
     for size in (1, 2, 5, 7, 10, 11):
         for kernel in (1, 2, 3, 5):
@@ -207,10 +206,10 @@ def _steps_swapped(xp, kernel, stride, dilation):
     return view[:, :, ::dh, ::dw, ::sh, ::sw]
 
 
-@graded("a03-windows", "solutions.ops.im2col:windows", points=2, title="windows")
+@graded("a03-windows", "solutions.ops.im2col:windows", points=2)
 def check_windows(windows, rng):
-    f = prepare(windows, "a03-windows", "function")
-    reference = spec_of("a03-windows").reference()
+    f = windows
+    reference = judged().reference()
     with time_limit(TIME_LIMIT, _slow("windows")):
         for k, (label, kernel, stride, dilation, shape) in enumerate(_window_cases(rng)):
             dtype = np.float32 if k % 3 == 2 else np.float64
@@ -269,10 +268,10 @@ def _given_forms(k: int, kernel, stride, padding, dilation):
     return tuple(kernel), tuple(stride), ((top, bottom), (left, right)), tuple(dilation)
 
 
-@graded("a03-im2col", "solutions.ops.im2col:im2col", points=3, title="im2col")
+@graded("a03-im2col", "solutions.ops.im2col:im2col", points=3)
 def check_im2col(im2col, rng):
-    f = prepare(im2col, "a03-im2col", "function")
-    reference = spec_of("a03-im2col").reference()
+    f = im2col
+    reference = judged().reference()
     with time_limit(TIME_LIMIT, _slow("im2col")):
         for k, pattern in enumerate(CONV_PATTERNS):
             x_shape, w_shape, params = _conv_shapes(rng, pattern)
@@ -349,10 +348,10 @@ def _crop(xp, padding, H, W, swapped=False):
     return xp[:, :, left:left + H, top:top + W] if swapped else xp[:, :, top:top + H, left:left + W]
 
 
-@graded("a03-col2im", "solutions.ops.im2col:col2im", points=3, title="col2im")
+@graded("a03-col2im", "solutions.ops.im2col:col2im", points=3)
 def check_col2im(col2im, rng):
-    f = prepare(col2im, "a03-col2im", "function")
-    reference = spec_of("a03-col2im").reference()
+    f = col2im
+    reference = judged().reference()
     with time_limit(TIME_LIMIT, _slow("col2im")):
         for k, pattern in enumerate(CONV_PATTERNS):
             x_shape, w_shape, params = _conv_shapes(rng, pattern)
@@ -461,10 +460,10 @@ def _args(params):
     return (params["stride"], params["padding"], params["dilation"], params["groups"])
 
 
-@graded("a03-conv2d", "solutions.ops.conv:conv2d_array", points=3, title="conv2d_array")
+@graded("a03-conv2d", "solutions.ops.conv:conv2d_array", points=3)
 def check_conv2d(conv2d_array, rng):
-    f = prepare(conv2d_array, "a03-conv2d", "function")
-    reference = spec_of("a03-conv2d").reference()
+    f = conv2d_array
+    reference = judged().reference()
     with time_limit(TIME_LIMIT, _slow("conv2d_array")):
         for k, pattern in enumerate(CONV_PATTERNS):
             x_shape, w_shape, params = _conv_shapes(rng, pattern)
@@ -544,11 +543,10 @@ def _dz_not_transposed(grad, w, x_shape, params):
     return _im().col2im((w_t @ dz).reshape(G * Cg * KH * KW, -1), x_shape, (KH, KW), stride, padding, dilation)
 
 
-@graded("a03-conv2d-input-grad", "solutions.ops.conv:conv2d_input_grad_array", points=2,
-        title="conv2d_input_grad_array")
+@graded("a03-conv2d-input-grad", "solutions.ops.conv:conv2d_input_grad_array", points=2)
 def check_conv2d_input_grad(conv2d_input_grad_array, rng):
-    f = prepare(conv2d_input_grad_array, "a03-conv2d-input-grad", "function")
-    reference = spec_of("a03-conv2d-input-grad").reference()
+    f = conv2d_input_grad_array
+    reference = judged().reference()
     with time_limit(TIME_LIMIT, _slow("conv2d_input_grad_array")):
         for k, pattern in enumerate(CONV_PATTERNS):
             x_shape, w_shape, params = _conv_shapes(rng, pattern)
@@ -579,11 +577,10 @@ def check_conv2d_input_grad(conv2d_input_grad_array, rng):
                            "the convolution's input gradient using your conv2d_input_grad_array")
 
 
-@graded("a03-conv2d-weight-grad", "solutions.ops.conv:conv2d_weight_grad_array", points=2,
-        title="conv2d_weight_grad_array")
+@graded("a03-conv2d-weight-grad", "solutions.ops.conv:conv2d_weight_grad_array", points=2)
 def check_conv2d_weight_grad(conv2d_weight_grad_array, rng):
-    f = prepare(conv2d_weight_grad_array, "a03-conv2d-weight-grad", "function")
-    reference = spec_of("a03-conv2d-weight-grad").reference()
+    f = conv2d_weight_grad_array
+    reference = judged().reference()
     with time_limit(TIME_LIMIT, _slow("conv2d_weight_grad_array")):
         for k, pattern in enumerate(CONV_PATTERNS):
             x_shape, w_shape, params = _conv_shapes(rng, pattern)
@@ -675,10 +672,10 @@ def _max_zero_padded(x, kernel, stride, pad):
     return _im().windows(xp, kernel, stride, (1, 1)).max(axis=(-2, -1))
 
 
-@graded("a03-max-pool", "solutions.ops.pool:max_pool2d_array", points=3, title="max_pool2d_array")
+@graded("a03-max-pool", "solutions.ops.pool:max_pool2d_array", points=3)
 def check_max_pool(max_pool2d_array, rng):
-    f = prepare(max_pool2d_array, "a03-max-pool", "function")
-    reference = spec_of("a03-max-pool").reference()
+    f = max_pool2d_array
+    reference = judged().reference()
     with time_limit(TIME_LIMIT, _slow("max_pool2d_array")):
         for k, pattern in enumerate(POOL_PATTERNS):
             for ties in (False, True):
@@ -773,11 +770,10 @@ def _integer_image(f, reference, rng) -> None:
         raise GradingFailure(f"{label}: index must be the offset of the winner inside its window, i*KW + j")
 
 
-@graded("a03-max-pool-backward", "solutions.ops.pool:max_pool2d_scatter_array", points=2,
-        title="max_pool2d_scatter_array")
+@graded("a03-max-pool-backward", "solutions.ops.pool:max_pool2d_scatter_array", points=2)
 def check_max_pool_backward(max_pool2d_scatter_array, rng):
-    f = prepare(max_pool2d_scatter_array, "a03-max-pool-backward", "function")
-    reference = spec_of("a03-max-pool-backward").reference()
+    f = max_pool2d_scatter_array
+    reference = judged().reference()
     forward = _pool().max_pool2d_array
     with time_limit(TIME_LIMIT, _slow("max_pool2d_scatter_array")):
         for k, pattern in enumerate(POOL_PATTERNS):
@@ -879,10 +875,10 @@ def _avg_excluding_padding(x, kernel, stride, pad):
     return total / count
 
 
-@graded("a03-avg-pool", "solutions.ops.pool:avg_pool2d_array", points=2, title="avg_pool2d_array")
+@graded("a03-avg-pool", "solutions.ops.pool:avg_pool2d_array", points=2)
 def check_avg_pool(avg_pool2d_array, rng):
-    f = prepare(avg_pool2d_array, "a03-avg-pool", "function")
-    reference = spec_of("a03-avg-pool").reference()
+    f = avg_pool2d_array
+    reference = judged().reference()
     with time_limit(TIME_LIMIT, _slow("avg_pool2d_array")):
         for k, pattern in enumerate(POOL_PATTERNS):
             dtype = np.float32 if k % 3 == 1 else np.float64
@@ -918,11 +914,11 @@ def check_avg_pool(avg_pool2d_array, rng):
     _speed("avg_pool2d_array", f, np.zeros(SPEED_SHAPE, np.float32), (3, 3), (1, 1), (1, 1))
 
 
-@graded("a03-global-avg-pool", "solutions.ops.pool:global_avg_pool2d", points=1, title="global_avg_pool2d")
+@graded("a03-global-avg-pool", "solutions.ops.pool:global_avg_pool2d", points=1)
 def check_global_avg_pool(global_avg_pool2d, rng):
     S = student_engine()
     Tensor, grad = S.Tensor, S.grad
-    f = prepare(global_avg_pool2d, "a03-global-avg-pool", "function")
+    f = global_avg_pool2d
     for shape, dtype, label in [((2, 3, 4, 5), np.float64, "a (2, 3, 4, 5) batch, float64"),
                                 ((1, 1, 3, 3), np.float64, "one image with one channel"),
                                 ((3, 2, 5, 2), np.float32, "a (3, 2, 5, 2) batch, float32")]:

@@ -19,18 +19,17 @@ import importlib
 import numpy as np
 
 from autograder.judge.checks import (
+    GradingFailure,
     close,
-    prepare,
+    graded,
+    judged,
     reference_engine,
     run,
-    spec_of,
     student_engine,
+    student_module,
     time_limit,
     type_name,
 )
-from autograder.judge.judge import student_module
-from autograder.judge.registry import GradingFailure
-from autograder.spec import graded
 
 TIME_LIMIT = 30.0
 
@@ -109,8 +108,8 @@ def _dilate_cases(rng):
 
 @graded("a04-dilate", "solutions.ops.conv_backward:dilate_array", points=2, title="dilate_array (dilate)")
 def check_dilate(dilate_array, rng):
-    f = prepare(dilate_array, "a04-dilate", "function")
-    reference = spec_of("a04-dilate").reference()
+    f = dilate_array
+    reference = judged().reference()
     with time_limit(TIME_LIMIT, _slow("dilate_array")):
         for label, x, stride, size in _dilate_cases(rng):
             keep = x.copy()
@@ -165,8 +164,8 @@ def _erode_cases(rng):
 
 @graded("a04-erode", "solutions.ops.conv_backward:erode_array", points=1, title="erode_array (erode)")
 def check_erode(erode_array, rng):
-    f = prepare(erode_array, "a04-erode", "function")
-    reference = spec_of("a04-erode").reference()
+    f = erode_array
+    reference = judged().reference()
     with time_limit(TIME_LIMIT, _slow("erode_array")):
         for label, x, stride, size in _erode_cases(rng):
             keep = x.copy()
@@ -195,12 +194,12 @@ def check_erode(erode_array, rng):
 # --------------------------------------------------------------------------------------------
 # pad2d, unpad2d, rotate180: arrays, and Tensors as differentiable ops
 # --------------------------------------------------------------------------------------------
-@graded("a04-pad2d", "solutions.ops.conv_backward:pad2d", points=1, title="pad2d")
+@graded("a04-pad2d", "solutions.ops.conv_backward:pad2d", points=1)
 def check_pad2d(pad2d, rng):
     S = student_engine()
     Tensor, grad = S.Tensor, S.grad
-    f = prepare(pad2d, "a04-pad2d", "function")
-    reference = spec_of("a04-pad2d").reference()
+    f = pad2d
+    reference = judged().reference()
     specs = [
         ("an int padding of 1 on a (2, 3, 4, 5) batch", (2, 3, 4, 5), 1),
         ("a pair (2, 0) on a 3x4 image", (3, 4), (2, 0)),
@@ -258,12 +257,12 @@ def check_pad2d(pad2d, rng):
                                  "zeros")
 
 
-@graded("a04-unpad2d", "solutions.ops.conv_backward:unpad2d", points=1, title="unpad2d")
+@graded("a04-unpad2d", "solutions.ops.conv_backward:unpad2d", points=1)
 def check_unpad2d(unpad2d, rng):
     S = student_engine()
     Tensor, grad = S.Tensor, S.grad
-    f = prepare(unpad2d, "a04-unpad2d", "function")
-    reference = spec_of("a04-unpad2d").reference()
+    f = unpad2d
+    reference = judged().reference()
     specs = [
         ("padding 1 on every side of a (2, 3, 6, 7) batch", (2, 3, 6, 7), 1),
         ("((1, 0), (2, 0)): nothing at the bottom and on the right", (2, 2, 5, 6), ((1, 0), (2, 0))),
@@ -325,11 +324,11 @@ def _names_shape(text: str, shape: tuple) -> bool:
     return bool(re.search(r"\D" + r"\s*[,x×]\s*".join(str(n) for n in shape) + r"\D", f" {text} "))
 
 
-@graded("a04-rotate180", "solutions.ops.conv_backward:rotate180", points=1, title="rotate180")
+@graded("a04-rotate180", "solutions.ops.conv_backward:rotate180", points=1)
 def check_rotate180(rotate180, rng):
     S = student_engine()
     Tensor, grad = S.Tensor, S.grad
-    f = prepare(rotate180, "a04-rotate180", "function")
+    f = rotate180
     specs = [("a 3x3 kernel", (3, 3)), ("a non-square 2x3 kernel", (2, 3)),
              ("a (4, 2, 3, 2) weight", (4, 2, 3, 2)), ("a (2, 1, 1, 4) weight (one kernel row)", (2, 1, 1, 4))]
     with time_limit(TIME_LIMIT, _slow("rotate180")):
@@ -464,11 +463,10 @@ def _dx_hint(label, dx, x_shape, pads, x, w, g, params):
     return None
 
 
-@graded("a04-conv-backward", "solutions.ops.conv_backward:conv2d_backward_derived", points=4,
-        title="conv2d_backward_derived")
+@graded("a04-conv-backward", "solutions.ops.conv_backward:conv2d_backward_derived", points=4)
 def check_conv_backward(conv2d_backward_derived, rng):
-    f = prepare(conv2d_backward_derived, "a04-conv-backward", "function")
-    reference = spec_of("a04-conv-backward").reference()
+    f = conv2d_backward_derived
+    reference = judged().reference()
     cb = _cb()
     with time_limit(TIME_LIMIT, _slow("conv2d_backward_derived")):
         for k, pattern in enumerate(DERIVED_PATTERNS):
@@ -564,7 +562,7 @@ def _tensor_derived(label, f, keep, params, rng):
             raise GradingFailure(f"{label}: with Tensor inputs, {name} is not part of the graph: build it with the "
                                  "engine's ops (dilate, pad2d, _correlate, ...) on the Tensors, not on their .data")
     _, got_second = run(f"{label} with create_graph: conv2d_backward_derived", results, S, f)
-    _, want_second = results(R, spec_of("a04-conv-backward").reference())
+    _, want_second = results(R, judged().reference())
     for name, a, b in zip(("x", "w", "dz"), got_second, want_second, strict=False):
         if not close(a, b):
             raise GradingFailure(f"{label}: gradients of your gradients (with respect to {name}) are wrong: build "

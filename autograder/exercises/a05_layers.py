@@ -21,21 +21,21 @@ import math
 import numpy as np
 
 from autograder.judge.checks import (
+    GradingFailure,
+    SandboxTimeout,
     close,
+    current,
+    graded,
     in_sandbox,
-    prepare,
+    judged,
     run,
     same_object,
     sandbox_type,
-    spec_of,
     student_engine,
+    student_module,
     time_limit,
     type_name,
 )
-from autograder.judge.judge import current, student_module
-from autograder.judge.registry import GradingFailure
-from autograder.judge.session import SandboxTimeout
-from autograder.spec import graded
 
 TIME_LIMIT = 30.0
 
@@ -493,9 +493,9 @@ def _check_load_state_dict(Module, rng):
 @graded("a05-module", "solutions.nn.module:Module",
         regions=("__setattr__", "named_modules", "named_parameters", "train", "_state_arrays", "state_dict",
                  "load_state_dict"),
-        points=4, title="Module")
+        points=4)
 def check_module(Module, rng):
-    cls = prepare(Module, "a05-module", "class")
+    cls = Module
     with time_limit(TIME_LIMIT, _slow("Module")):
         _check_setattr(cls, rng)
         _check_named_modules(cls, rng)
@@ -508,9 +508,9 @@ def check_module(Module, rng):
 # --------------------------------------------------------------------------------------------
 # Initialization
 # --------------------------------------------------------------------------------------------
-@graded("a05-fan-in-fan-out", "solutions.nn.init:fan_in_and_fan_out", points=1, title="fan_in_and_fan_out")
+@graded("a05-fan-in-fan-out", "solutions.nn.init:fan_in_and_fan_out", points=1)
 def check_fan(fan_in_and_fan_out, rng):
-    f = prepare(fan_in_and_fan_out, "a05-fan-in-fan-out", "function")
+    f = fan_in_and_fan_out
     cases = [((5, 3), "a Linear weight (out, in)"), ((8, 3, 3, 3), "a Conv2d weight (K, C, KH, KW)"),
              ((6, 2, 1, 5), "a non-square (K, C, 1, KW) kernel"), ((4, 7, 3), "a Conv1d weight (K, C, KL)"),
              ((16, 4, 1, 1), "a 1x1 convolution"), ((2, 3, 2, 2, 2), "a 3-D convolution weight")]
@@ -537,11 +537,11 @@ def check_fan(fan_in_and_fan_out, rng):
         raise GradingFailure("a 1-D shape has no fan in and fan out: raise a ValueError")
 
 
-@graded("a05-kaiming-uniform", "solutions.nn.init:kaiming_uniform_", points=1, title="kaiming_uniform_")
+@graded("a05-kaiming-uniform", "solutions.nn.init:kaiming_uniform_", points=1)
 def check_kaiming_uniform(kaiming_uniform_, rng):
     from solutions.nn import init
     Tensor = student_engine().Tensor
-    f = prepare(kaiming_uniform_, "a05-kaiming-uniform", "function")
+    f = kaiming_uniform_
     cases = [
         ("the defaults (a=0, fan_in, leaky_relu) on a (300, 400) weight", (300, 400), {}, np.float64),
         ("a=sqrt(5), Linear's default, on a (200, 500) weight", (200, 500), {"a": math.sqrt(5)}, np.float32),
@@ -641,9 +641,9 @@ def _xavier_mistakes(shape, gain, std: float) -> list[tuple[float, str]]:
     return out
 
 
-@graded("a05-xavier-uniform", "solutions.nn.init:xavier_uniform_", points=1, title="xavier_uniform_")
+@graded("a05-xavier-uniform", "solutions.nn.init:xavier_uniform_", points=1)
 def check_xavier_uniform(xavier_uniform_, rng):
-    f = prepare(xavier_uniform_, "a05-xavier-uniform", "function")
+    f = xavier_uniform_
     with time_limit(TIME_LIMIT, _slow("xavier_uniform_")):
         for label, shape, gain, dtype in XAVIER_CASES:
             kwargs = {} if gain is None else {"gain": gain}
@@ -668,9 +668,9 @@ def check_xavier_uniform(xavier_uniform_, rng):
                                  "fan_out))")
 
 
-@graded("a05-xavier-normal", "solutions.nn.init:xavier_normal_", points=1, title="xavier_normal_")
+@graded("a05-xavier-normal", "solutions.nn.init:xavier_normal_", points=1)
 def check_xavier_normal(xavier_normal_, rng):
-    f = prepare(xavier_normal_, "a05-xavier-normal", "function")
+    f = xavier_normal_
     with time_limit(TIME_LIMIT, _slow("xavier_normal_")):
         for label, shape, gain, dtype in XAVIER_CASES:
             kwargs = {} if gain is None else {"gain": gain}
@@ -713,12 +713,12 @@ def _grads_of(E, fn, arrays, needs, upstream, name="the function"):
     return out, [None if g is None else np.array(g.data) for g in gs]
 
 
-@graded("a05-linear", "solutions.nn.functional:linear", points=1, title="linear")
+@graded("a05-linear", "solutions.nn.functional:linear", points=1)
 def check_linear(linear, rng):
     import solutions as R
     S = student_engine()
-    f = prepare(linear, "a05-linear", "function")
-    reference = spec_of("a05-linear").reference()
+    f = linear
+    reference = judged().reference()
     cases = [
         ("a batch (5, 3) through a (4, 3) weight with bias", (5, 3), (4, 3), True, np.float64),
         ("a batch (4, 4) through a square (4, 4) weight with bias", (4, 4), (4, 4), True, np.float64),
@@ -775,11 +775,11 @@ def _t(a, requires_grad=False):
     return student_engine().Tensor(a, requires_grad=requires_grad)
 
 
-@graded("a05-dropout", "solutions.nn.functional:dropout", points=2, title="dropout")
+@graded("a05-dropout", "solutions.nn.functional:dropout", points=2)
 def check_dropout(dropout, rng):
     S = student_engine()
     Tensor, grad = S.Tensor, S.grad
-    f = prepare(dropout, "a05-dropout", "function")
+    f = dropout
     with time_limit(TIME_LIMIT, _slow("dropout")):
         # evaluation and p = 0: the identity
         x = rng.standard_normal((4, 5))
@@ -891,12 +891,12 @@ def _bn_reference(x, rm, rv, w, b, training, momentum, eps, unbiased_norm=False,
     return y, rm, rv
 
 
-@graded("a05-batch-norm", "solutions.nn.functional:batch_norm", points=3, title="batch_norm")
+@graded("a05-batch-norm", "solutions.nn.functional:batch_norm", points=3)
 def check_batch_norm(batch_norm, rng):
     import solutions as R
     S = student_engine()
-    f = prepare(batch_norm, "a05-batch-norm", "function")
-    reference = spec_of("a05-batch-norm").reference()
+    f = batch_norm
+    reference = judged().reference()
     cases = [
         # label, x shape, training, affine, running stats, momentum, eps, dtype
         ("training on (N, C) = (8, 3), affine, running statistics", (8, 3), True, True, True, 0.1, 1e-5, np.float64),
@@ -990,12 +990,12 @@ def check_batch_norm(batch_norm, rng):
                                  "raise a ValueError")
 
 
-@graded("a05-cross-entropy", "solutions.nn.functional:cross_entropy", points=2, title="cross_entropy")
+@graded("a05-cross-entropy", "solutions.nn.functional:cross_entropy", points=2)
 def check_cross_entropy(cross_entropy, rng):
     import solutions as R
     S = student_engine()
-    f = prepare(cross_entropy, "a05-cross-entropy", "function")
-    reference = spec_of("a05-cross-entropy").reference()
+    f = cross_entropy
+    reference = judged().reference()
     cases = [
         ("logits (5, 4), reduction='mean'", (5, 4), 1.0, "mean", 0.0, np.float64),
         ("logits (6, 3), reduction='sum'", (6, 3), 1.0, "sum", 0.0, np.float64),
@@ -1083,10 +1083,10 @@ def _one_sided(f, x: np.ndarray, eps: float) -> np.ndarray:
     return grad
 
 
-@graded("a05-numerical-gradient", "solutions.nn.numerical:numerical_gradient", points=2, title="numerical_gradient")
+@graded("a05-numerical-gradient", "solutions.nn.numerical:numerical_gradient", points=2)
 def check_numerical_gradient(numerical_gradient, rng):
     np_s = current().module("numpy")
-    f = prepare(numerical_gradient, "a05-numerical-gradient", "function")
+    f = numerical_gradient
 
     def call(label, fn, x, *eps):
         """numerical_gradient(fn, x, *eps) on a sandbox copy of x; (the result, x as it is afterwards)."""
@@ -1267,8 +1267,8 @@ def _sgd_sim(p0, grads, lr, momentum=0.0, dampening=0.0, nesterov=False, weight_
 def check_sgd(SGD, rng):
     import solutions as R
     S = student_engine()
-    cls = prepare(SGD, "a05-sgd", "class")
-    reference = spec_of("a05-sgd").reference()
+    cls = SGD
+    reference = judged().reference()
     configs = [
         ("plain SGD, lr 0.1", dict(lr=0.1)),
         ("momentum 0.9", dict(lr=0.1, momentum=0.9)),
@@ -1378,8 +1378,8 @@ def _adam_sim(p0, grads, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0
 def check_adam(Adam, rng):
     import solutions as R
     S = student_engine()
-    cls = prepare(Adam, "a05-adam", "class")
-    reference = spec_of("a05-adam").reference()
+    cls = Adam
+    reference = judged().reference()
     configs = [
         ("Adam, lr 0.01", dict(lr=0.01), False),
         ("Adam with betas (0.8, 0.95) and a large eps 1e-3", dict(lr=0.01, betas=(0.8, 0.95), eps=1e-3), False),
@@ -1470,7 +1470,7 @@ def _ids(batches, label):
 @graded("a05-dataloader", "solutions.data:DataLoader", regions=("__iter__",), points=2, title="DataLoader.__iter__")
 def check_dataloader(DataLoader, rng):
     TensorDataset = student_module("solutions.data").TensorDataset
-    cls = prepare(DataLoader, "a05-dataloader", "class")
+    cls = DataLoader
     with time_limit(TIME_LIMIT, _slow("DataLoader")):
         for n, batch, drop_last, plain in [(10, 4, False, False), (10, 4, True, False), (10, 5, True, False),
                                            (7, 3, False, True), (3, 8, False, False), (9, 2, True, True)]:

@@ -32,10 +32,16 @@ from typing import Any
 
 import numpy as np
 
-from autograder.judge.checks import kind, run, time_limit, type_name
-from autograder.judge.judge import current, student_module
-from autograder.judge.registry import GradingFailure
-from autograder.spec import graded
+from autograder.judge.checks import (
+    GradingFailure,
+    current,
+    graded,
+    kind,
+    run,
+    student_module,
+    time_limit,
+    type_name,
+)
 from solutions.training import blas_threads
 
 # The budget: the fewest epochs and images that still separate a working engine from a broken

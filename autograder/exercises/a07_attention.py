@@ -22,19 +22,18 @@ import numpy as np
 from autograder.judge.checks import (
     Case,
     Context,
+    GradingFailure,
     check_op,
     close,
-    prepare,
+    graded,
+    judged,
     run,
     second_order,
-    spec_of,
     student_engine,
+    student_module,
     time_limit,
     type_name,
 )
-from autograder.judge.judge import student_module
-from autograder.judge.registry import GradingFailure
-from autograder.spec import graded
 
 TIME_LIMIT = 30.0
 
@@ -102,10 +101,10 @@ def _grads(E, out, inputs, upstream):
 # --------------------------------------------------------------------------------------------
 # causal_mask
 # --------------------------------------------------------------------------------------------
-@graded("a07-causal-mask", "solutions.ops.attention:causal_mask", points=1, title="causal_mask")
+@graded("a07-causal-mask", "solutions.ops.attention:causal_mask", points=1)
 def check_causal_mask(causal_mask, rng):
-    f = prepare(causal_mask, "a07-causal-mask", "function")
-    reference = spec_of("a07-causal-mask").reference()
+    f = causal_mask
+    reference = judged().reference()
     cases = [("a square mask, L = 6", (6,)), ("a single position", (1,)), ("L = 4 with S = 4 given", (4, 4)),
              ("more keys than queries, (L, S) = (3, 7)", (3, 7)), ("more queries than keys, (L, S) = (6, 2)", (6, 2))]
     with time_limit(TIME_LIMIT, _slow("causal_mask")):
@@ -168,10 +167,10 @@ def _softmax_cases(rng):
     return cases
 
 
-@graded("a07-masked-softmax", "solutions.ops.attention:masked_softmax_array", points=2, title="masked_softmax_array")
+@graded("a07-masked-softmax", "solutions.ops.attention:masked_softmax_array", points=2)
 def check_masked_softmax(masked_softmax_array, rng):
-    f = prepare(masked_softmax_array, "a07-masked-softmax", "function")
-    reference = spec_of("a07-masked-softmax").reference()
+    f = masked_softmax_array
+    reference = judged().reference()
     with time_limit(TIME_LIMIT, _slow("masked_softmax_array")):
         for label, x, mask in _softmax_cases(rng):
             got = run(f"{label}: masked_softmax_array", f, x.copy(), None if mask is None else mask.copy())
@@ -216,7 +215,7 @@ def _masked_softmax_call(mask):
 @graded("a07-softmax-backward", "solutions.ops.attention:MaskedSoftmax", regions=("backward",), points=2,
         title="MaskedSoftmax.backward")
 def check_softmax_backward(MaskedSoftmax, rng):
-    cls = prepare(MaskedSoftmax, "a07-softmax-backward", "class")
+    cls = MaskedSoftmax
     cases = [Case(label, [x], _masked_softmax_call(mask), names=("x",), second_order=k in (0, 3))
              for k, (label, x, mask) in enumerate(_softmax_cases(rng)) if not label.startswith("large")]
 
@@ -306,12 +305,11 @@ def _attention_hint(label, got, q, k, v, kwargs, dtype) -> str:
     return "wrong values; softmax(Q K^T * scale + mask) V"
 
 
-@graded("a07-attention", "solutions.ops.attention:scaled_dot_product_attention", points=3,
-        title="scaled_dot_product_attention")
+@graded("a07-attention", "solutions.ops.attention:scaled_dot_product_attention", points=3)
 def check_attention(scaled_dot_product_attention, rng):
     import solutions as R
     S = student_engine()
-    f = prepare(scaled_dot_product_attention, "a07-attention", "function")
+    f = scaled_dot_product_attention
     with time_limit(TIME_LIMIT, _slow("scaled_dot_product_attention")):
         for label, q, k, v, kwargs in _attention_cases(rng):
             dtype = q.dtype
@@ -405,12 +403,12 @@ def _backward_hint(name: str, got: np.ndarray, q, k, v, p, g, scale, dtype) -> s
     return f"wrong d{name[0].upper()}; dQ = s dS K, dK = s dS^T Q with dS = P * (dP - rowsum(dP * P)), dP = G V^T"
 
 
-@graded("a07-attention-backward", "solutions.ops.attention:attention_backward", points=4, title="attention_backward")
+@graded("a07-attention-backward", "solutions.ops.attention:attention_backward", points=4)
 def check_attention_backward(attention_backward, rng):
     import solutions as R
     S = student_engine()
-    f = prepare(attention_backward, "a07-attention-backward", "function")
-    reference = spec_of("a07-attention-backward").reference()
+    f = attention_backward
+    reference = judged().reference()
     SA = _student_attention()
     RA = _reference_attention()
     with time_limit(TIME_LIMIT, _slow("attention_backward")):
@@ -493,10 +491,10 @@ def _reshuffle_check(label, name, f, S, x, want_fn, hints, rng):
                              "transpose on the Tensor (their gradients undo them), not .data")
 
 
-@graded("a07-split-heads", "solutions.ops.attention:split_heads", points=1, title="split_heads")
+@graded("a07-split-heads", "solutions.ops.attention:split_heads", points=1)
 def check_split_heads(split_heads, rng):
     S = student_engine()
-    f = prepare(split_heads, "a07-split-heads", "function")
+    f = split_heads
     cases = [("(N, T, E) = (2, 5, 12), 3 heads", (2, 5, 12), 3), ("(N, T, E) = (1, 4, 8), 2 heads", (1, 4, 8), 2),
              ("one head", (2, 3, 4), 1), ("a head per feature", (2, 3, 4), 4)]
     with time_limit(TIME_LIMIT, _slow("split_heads")):
@@ -527,10 +525,10 @@ def check_split_heads(split_heads, rng):
                                      "must divide E), before reshape fails with a message about elements")
 
 
-@graded("a07-merge-heads", "solutions.ops.attention:merge_heads", points=1, title="merge_heads")
+@graded("a07-merge-heads", "solutions.ops.attention:merge_heads", points=1)
 def check_merge_heads(merge_heads, rng):
     S = student_engine()
-    f = prepare(merge_heads, "a07-merge-heads", "function")
+    f = merge_heads
     cases = [("(N, H, T, D) = (2, 3, 5, 4)", (2, 3, 5, 4)), ("(N, H, T, D) = (1, 2, 4, 2)", (1, 2, 4, 2)),
              ("one head", (2, 1, 3, 4)), ("D = 1", (2, 4, 3, 1))]
     with time_limit(TIME_LIMIT, _slow("merge_heads")):
@@ -553,13 +551,12 @@ def check_merge_heads(merge_heads, rng):
 # --------------------------------------------------------------------------------------------
 # embedding_backward_array
 # --------------------------------------------------------------------------------------------
-@graded("a07-embedding-backward", "solutions.ops.attention:embedding_backward_array", points=2,
-        title="embedding_backward_array")
+@graded("a07-embedding-backward", "solutions.ops.attention:embedding_backward_array", points=2)
 def check_embedding_backward(embedding_backward_array, rng):
     import solutions as R
     S = student_engine()
-    f = prepare(embedding_backward_array, "a07-embedding-backward", "function")
-    reference = spec_of("a07-embedding-backward").reference()
+    f = embedding_backward_array
+    reference = judged().reference()
     cases = [("ids (N, T) = (2, 6) with repeated tokens, V = 5, E = 3", (2, 6), 5, 3, np.float64),
              ("every token the same (one id repeated 8 times)", (1, 8), 4, 2, np.float64),
              ("ids (N, T) = (3, 5), a vocabulary larger than the batch, V = 20", (3, 5), 20, 4, np.float64),
@@ -627,12 +624,12 @@ def _layer_norm_hint(got, x, shape, w, b, eps, dtype) -> str:
     return "wrong values; (x - mean) / sqrt(var + eps) over the last axes, then weight * x_hat + bias"
 
 
-@graded("a07-layer-norm", "solutions.nn.functional:layer_norm", points=3, title="layer_norm")
+@graded("a07-layer-norm", "solutions.nn.functional:layer_norm", points=3)
 def check_layer_norm(layer_norm, rng):
     import solutions as R
     S = student_engine()
-    f = prepare(layer_norm, "a07-layer-norm", "function")
-    reference = spec_of("a07-layer-norm").reference()
+    f = layer_norm
+    reference = judged().reference()
     cases = [("tokens (N, T, E) = (2, 3, 6) over E, with weight and bias", (2, 3, 6), 6, True, True, 1e-5),
              ("(M, E) = (5, 4) with weight only, eps = 0.1", (5, 4), (4,), True, False, 0.1),
              ("over the last two axes (2, 3, 4) -> normalized_shape (3, 4), with bias only", (2, 3, 4), (3, 4), False,

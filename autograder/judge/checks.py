@@ -26,10 +26,14 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from autograder.judge.judge import first_line, student_module
-from autograder.judge.registry import GradingFailure
+from autograder.judge.catalogue import GradingFailure, Spec, graded
+from autograder.judge.judge import current, first_line, judged, student_module
 from autograder.judge.session import Proxy, SandboxTimeout, StudentError
-from autograder.spec import Spec, load
+
+# A catalogue module imports what it needs from here alone: declaring (graded), failing
+# (GradingFailure), reaching the sandbox (current, student_module, Proxy) and its own spec (judged).
+__all__ = ["GradingFailure", "Proxy", "SandboxTimeout", "Spec", "StudentError", "current", "first_line", "graded",
+           "judged", "student_module"]
 
 
 def student_engine():
@@ -149,34 +153,28 @@ def defines(cls: Any, name: str) -> bool:
 
 
 def student_engine_session():
-    from autograder.judge.judge import current
     return current()
 
 
 # --------------------------------------------------------------------------------------------
 # The student's object
 # --------------------------------------------------------------------------------------------
-def prepare(obj: Any, exercise_id: str, kind_wanted: str) -> Any:
-    """Validate the student's answer (a proxy): a class that defines its solution methods itself,
-    or a function. The answer is already plugged into the sandbox's engine, isolated: the other
-    exercises around it are the reference."""
-    spec = spec_of(exercise_id)
+def prepare(obj: Any, spec: Spec) -> Any:
+    """Validate the student's answer (a proxy) before its check sees it: a class that defines its
+    solution methods itself, or a function (the spec's kind). The answer is already plugged into
+    the sandbox's engine, isolated: the other exercises around it are the reference."""
     got = kind(obj)
-    if kind_wanted == "class" and got != "type":
+    if spec.kind == "class" and got != "type":
         raise GradingFailure(f"expected the class {spec.name}, got {'a function' if got == 'function' else got}; "
                              f"run the cell that defines `class {spec.name}` first")
-    if kind_wanted == "function" and (got == "type" or got not in ("function", "object")):
+    if spec.kind == "function" and (got == "type" or got not in ("function", "object")):
         raise GradingFailure(f"expected the function {spec.name}, got a class")
-    if kind_wanted == "class":
+    if spec.kind == "class":
         for method in spec.regions:
             if not defines(obj, method):
                 raise GradingFailure(f"your class {spec.name} does not define {method} itself; "
                                      f"write {spec.name}.{method} in the exercise cell")
     return obj
-
-
-def spec_of(exercise_id: str) -> Spec:
-    return next(s for s in load(exercise_id) if s.id == exercise_id)
 
 
 # --------------------------------------------------------------------------------------------

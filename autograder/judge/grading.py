@@ -24,6 +24,7 @@ from pathlib import Path
 import nbformat
 
 from autograder.course import grade_id_exercise
+from autograder.judge import catalogue
 from autograder.judge.judge import HungCells, Verdict, code_cells, is_test_cell, judge
 from autograder.judge.restore import restore
 from autograder.judge.session import Sandbox
@@ -112,14 +113,6 @@ def autograded(restored, verdicts: dict[str, Verdict], skipped: dict[str, str] |
     return restored
 
 
-def spec_by_id(exercise: str):
-    from autograder import spec
-    try:
-        return spec.by_id(exercise)
-    except LookupError:  # not in the registry: judge() says so in the verdict
-        return spec.Spec(exercise, None, given_name=exercise)
-
-
 def earlier_notebooks(source: Path, submitted: Path) -> list[tuple[str, list[dict]]]:
     """The student's notebooks of the assignments before ``source``'s, each restored against its
     own source notebook, as [(assignment, cells)]: what the capstone's whole engine is made of.
@@ -175,10 +168,12 @@ def grade_submission(source: Path, submitted: Path, out: Path, *, sandbox: Sandb
             if template_path.stem in result["unreadable"]:
                 verdicts[exercise] = Verdict(exercise, False, result["unreadable"][template_path.stem])
             else:
-                the_spec = spec_by_id(exercise)
-                earlier = earlier_notebooks(source, submitted) if the_spec.whole_engine else None
+                # an exercise no catalogue module declares: judge() says so in the verdict
+                the_spec = catalogue.declared(exercise)
+                whole = the_spec is not None and the_spec.whole_engine
+                earlier = earlier_notebooks(source, submitted) if whole else None
                 verdicts[exercise] = judge_with_skips(exercise, code_cells(restored.cells, exercise), skipped,
-                                                      sandbox=sandbox, budget=the_spec.budget or budget,
+                                                      sandbox=sandbox, budget=(the_spec and the_spec.budget) or budget,
                                                       earlier=earlier)
             on_exercise(verdicts[exercise])
         result["notebooks"][template_path.stem] = {e: asdict(v) for e, v in verdicts.items()}

@@ -32,10 +32,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from autograder.course import grade_id_exercise
+from autograder.judge import catalogue
+from autograder.judge.catalogue import GradingFailure, Spec
 from autograder.judge.sealed import Oracle
 from autograder.judge.session import Sandbox, SandboxDied, SandboxFailure, SandboxTimeout, Session, StudentError
 
-_CURRENT: list[Session] = []
+_CURRENT: list[tuple[Session, Spec]] = []
 
 
 @dataclass(frozen=True)
@@ -51,7 +53,14 @@ def current() -> Session:
     """The session of the exercise being judged (hidden checks reach the sandbox through it)."""
     if not _CURRENT:
         raise RuntimeError("no exercise is being judged: call a check through autograder.judge.judge")
-    return _CURRENT[-1]
+    return _CURRENT[-1][0]
+
+
+def judged() -> Spec:
+    """The spec of the exercise being judged: a check's own id, reference and regions."""
+    if not _CURRENT:
+        raise RuntimeError("no exercise is being judged: call a check through autograder.judge.judge")
+    return _CURRENT[-1][1]
 
 
 # Module prefixes of the students' kit and their reference counterparts.
@@ -71,8 +80,8 @@ def student_module(reference_name: str):
 
 
 @contextlib.contextmanager
-def _judging(session: Session) -> Iterator[None]:
-    _CURRENT.append(session)
+def _judging(session: Session, spec: Spec) -> Iterator[None]:
+    _CURRENT.append((session, spec))
     try:
         yield
     finally:
@@ -151,9 +160,9 @@ def _engine(exercise_id: str) -> tuple[dict, dict[str, str], tuple]:
     - exercises of earlier assignments: the reference (what a student of A has done already);
       a verdict's message is scrubbed of their lines (:func:`scrub`).
     """
-    from autograder import kit, spec
-    judged = spec.by_id(exercise_id)
-    specs = spec.load_all()
+    from autograder import kit
+    judged = catalogue.exercise(exercise_id)
+    specs = catalogue.in_engine()
     homes = {s.name: kit._rename(s.module, top_level=False) for s in specs}
     if judged.whole_engine:  # every exercise stubbed: the student's answers fill the engine
         return compiled(kit.kit_modules(specs, specs)), homes, ()
@@ -227,14 +236,12 @@ def judge(exercise_id: str, cells: list[tuple[str, str]], *, sandbox: Sandbox, b
 
     ``earlier``: for an exercise judged on the student's whole engine (``Spec.whole_engine``), the
     cells of the student's notebooks of the earlier assignments, [(assignment, cells)]."""
-    from autograder import spec as specs
-    from autograder.judge.registry import GradingFailure, find, seed
+    from autograder.judge.checks import prepare
 
     started = time.monotonic()
-    check = find(exercise_id)  # LookupError names an unregistered exercise: a course error
-    the_spec = specs.by_id(exercise_id)
+    the_spec = catalogue.exercise(exercise_id)  # LookupError names an unregistered exercise: a course error
     modules, homes, sealed_specs = _engine(exercise_id)
-    others = [s.name for s in specs.load(exercise_id) if s.id != exercise_id]
+    others = [s.name for s in catalogue.assignment(exercise_id) if s.id != exercise_id]
 
     def verdict(passed: bool, message: str = "", detail: str = "") -> Verdict:
         seconds = time.monotonic() - started  # the judging, not the scrubbing (its index is built once)
@@ -244,14 +251,17 @@ def judge(exercise_id: str, cells: list[tuple[str, str]], *, sandbox: Sandbox, b
     if known is not None:
         return verdict(False, known)
     try:
-        with Session(sandbox, budget=budget) as session, _judging(session):
+        with Session(sandbox, budget=budget) as session, _judging(session, the_spec):
             session.oracle = Oracle(list(sealed_specs))
             ready = session.setup(modules, homes, cells, the_spec.name, others,
                                   (earlier or []) if the_spec.whole_engine else None)
             if not ready.defined:
                 return verdict(False, _undefined(the_spec.name, exercise_id, ready.cells))
             try:
-                check.run(ready.answer, np.random.default_rng(seed(exercise_id)))
+                assert the_spec.check is not None
+                answer = ready.answer if the_spec.whole_engine or not the_spec.in_engine \
+                    else prepare(ready.answer, the_spec)
+                the_spec.check(answer, np.random.default_rng(the_spec.seed))
             except GradingFailure as failure:
                 return verdict(False, str(failure))
             except NotImplementedError as error:
@@ -295,4 +305,5 @@ def _undefined(name: str, exercise_id: str, cells: list[dict]) -> str:
     return f"{name} is not defined: write it in the exercise cell ({exercise_id}) and run it"
 
 
-__all__ = ["Verdict", "judge", "code_cells", "current", "student_module", "transform", "is_test_cell", "first_line"]
+__all__ = ["Verdict", "judge", "code_cells", "current", "judged", "student_module", "transform", "is_test_cell",
+           "first_line"]

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from autograder.spec import Spec
+from autograder.judge.catalogue import Spec
 
 # Reference functions that walk a graph (the result is a list of the graph's own nodes).
 WALKS = frozenset({"solutions.scalar:topological_order", "solutions.graph:toposort"})

@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 import autograder.judge.grading as grading
-from autograder import spec as _specs
+from autograder.judge import catalogue
 from autograder.judge.session import Sandbox, SandboxLimits
 
 PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
@@ -47,7 +47,7 @@ def _preload() -> None:
     with contextlib.suppress(Exception):
         import solutions  # noqa: F401
         from autograder.judge.judge import _engine, _secrets
-        for s in _specs.load_all():
+        for s in catalogue.in_engine():
             _engine(s.id)
             _secrets(s.prefix)
 
@@ -60,7 +60,7 @@ def run(spec_path: str) -> None:
     with contextlib.suppress(OSError):  # a process group of our own: the parent kills it whole
         os.setsid()
     die_with_parent()
-    # The forkserver was started earlier, maybe with another environment (the registry of hidden
+    # The forkserver was started earlier, maybe with another environment (the catalogue of hidden
     # checks is found through AUTOGRADER_EXERCISES) and another working directory: take the grader's.
     os.environ.clear()
     os.environ.update(spec["env"])

@@ -20,6 +20,7 @@ Nothing here compares or scores: whatever this process says is data for the judg
 from __future__ import annotations
 
 import builtins
+import contextlib
 import importlib.abc
 import importlib.util
 import marshal
@@ -70,6 +71,10 @@ class _Modules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         is_package, code, filename = self.modules[module.__name__]
         module.__file__ = filename
         exec(marshal.loads(code), vars(module))
+
+
+def _nothing(*args, **kwargs) -> list:
+    return []
 
 
 class _Shell:
@@ -146,8 +151,13 @@ class Runner:
             for assignment, notebook_cells in message["earlier"]:
                 self.send({"running": f"{assignment} (the answers loaded from it)"})
                 answers.load_cells(assignment, notebook_cells)
-        saved = self.engine_objects(set(exercises))
-        bases = self.engine_bases()  # `use` of a class rebases the engine's subclasses of it
+        # The kit's one swap mechanism (coursekit/engine/overrides.py): what the cells rebind, by
+        # `use` or by hand, is put back before the judged answer alone is plugged in.
+        # (a course without a kit has no exercise in the engine, and nothing to swap). Both functions
+        # are taken before the cells could rebind them.
+        swap = importlib.import_module("coursekit.engine.overrides") if exercises else None
+        plug, restore = (swap.plug, swap.restore) if swap else (_nothing, _nothing)
+        saved = swap.snapshot(exercises) if swap else []
         self.namespace["get_ipython"] = _Shell
         self.namespace["display"] = lambda *args, **kwargs: None
         cells = []
@@ -156,21 +166,16 @@ class Runner:
             cells.append(self.run_cell(label, source))
         judged = message["judged"]
         if whole:  # this notebook's answers join the earlier ones in the engine, as `use` would
-            use = importlib.import_module("coursekit").use
             for name in [judged, *message["others"]]:
                 if name in exercises and name in self.namespace:
                     try:
-                        use(self.namespace[name])
+                        plug(self.namespace[name], name, where=exercises[name])
                     except Exception:  # noqa: BLE001 (not a class or function: the stub stays)
                         pass
             self.send({"ready": True, "cells": cells, "defined": judged in self.namespace},
                       self.namespace.get(judged), has_value=True)
             return
-        for (module, name), obj in saved.items():  # undo the cells' use(...) of their own answers
-            setattr(module, name, obj)
-        for cls, original in bases.items():
-            if cls.__bases__ != original:
-                cls.__bases__ = original
+        restore(saved)  # undo the cells' use(...) of their own answers
         for name in message["others"]:  # the other exercises of the assignment: the engine's
             if name in self.namespace:
                 home = sys.modules.get(exercises.get(name, ""))
@@ -178,32 +183,11 @@ class Runner:
                     self.namespace[name] = getattr(home, name)
         answer = self.namespace.get(judged)
         if answer is not None and judged in exercises:
-            stub = getattr(sys.modules[exercises[judged]], judged)
-            for (module, name), obj in saved.items():
-                if name == judged and obj is stub:
-                    setattr(module, name, answer)
+            # isolation: the engine's subclasses of a judged class keep the kit's base
+            with contextlib.suppress(Exception):  # not a class or function: the check says so
+                plug(answer, judged, where=exercises[judged], rebase=False)
         self.send({"ready": True, "cells": cells, "defined": judged in self.namespace},
                   answer, has_value=True)
-
-    def engine_objects(self, names: set[str]) -> dict:
-        found = {}
-        for module_name, module in list(sys.modules.items()):
-            if module is None or not module_name.startswith("coursekit"):
-                continue
-            for name in names:
-                if name in vars(module):
-                    found[(module, name)] = vars(module)[name]
-        return found
-
-    def engine_bases(self) -> dict:
-        found = {}
-        for module_name, module in list(sys.modules.items()):
-            if module is None or not module_name.startswith("coursekit"):
-                continue
-            for obj in list(vars(module).values()):
-                if isinstance(obj, type) and str(getattr(obj, "__module__", "")).startswith("coursekit"):
-                    found[obj] = obj.__bases__
-        return found
 
     def run_cell(self, label: str, source: str) -> dict:
         try:

@@ -95,12 +95,12 @@ def _points(points: float) -> str:
 def exercise_lines(assignment: str) -> list[str]:
     """One markdown line per graded exercise of an assignment, in the notebook's order: what the
     chapter's "Assignment" section lists (generated, so it always says what the notebook has)."""
-    from autograder import spec as specs
     from autograder.course import grade_id_exercise
+    from autograder.judge import catalogue
 
     notebook = ROOT / "assignments" / "source" / assignment / f"{assignment}.ipynb"
     nb = nbformat.read(notebook, as_version=4)
-    by_id = {s.id: s for s in specs.load(assignment)}
+    by_id = {s.id: s for s in catalogue.assignment(assignment)}
     lines, seen = [], set()
     for cell in nb.cells:
         meta = (cell.get("metadata") or {}).get("nbgrader") or {}

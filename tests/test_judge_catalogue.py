@@ -1,20 +1,19 @@
-"""The registry of hidden checks and the judge's verdicts on the toy course's checks."""
+"""The catalogue of exercises and the judge's verdicts on the toy course's checks."""
 
 from pathlib import Path
 
 import pytest
 
-from autograder.judge import registry
+from autograder.judge import catalogue
+from autograder.judge.checks import GradingFailure, graded
 from autograder.judge.judge import judge
-from autograder.judge.registry import GradingFailure
 from autograder.judge.session import Sandbox
-from autograder.spec import graded
 
 FIXTURE = Path(__file__).parent / "fixtures" / "toy_course"  # not autograder_support: no nbgrader import
 
 
 @pytest.fixture(autouse=True)
-def toy_registry(monkeypatch):
+def toy_catalogue(monkeypatch):
     monkeypatch.setenv("AUTOGRADER_EXERCISES", str(FIXTURE / "exercises"))
 
 
@@ -47,8 +46,10 @@ def test_unknown_exercise_is_a_course_error_not_a_student_error():
 
 
 def test_inputs_are_seeded_by_the_exercise_id():
-    assert registry.seed("t99-seeded") == registry.seed("t99-seeded")
-    assert registry.seed("t99-seeded") != registry.seed("t99-other")
+    def seed(exercise_id):
+        return catalogue.Spec(exercise_id, None, given_name="f").seed
+
+    assert seed("t99-seeded") == seed("t99-seeded") and seed("t99-seeded") != seed("t99-other")
     wrong = "def square_backward(x, grad):\n    return 3 * x * grad\n"
     messages = {verdict("a00-square-backward", wrong).message for _ in range(2)}
     assert len(messages) == 1
