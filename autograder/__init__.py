@@ -13,12 +13,15 @@ default the SQLite ``gradebook.db`` of the course).
 
 Who runs what:
 
-* instructor commands (the grader's own process): ``cli``, ``course``, ``release``, ``collect``,
-  ``grade``, ``feedback``, ``report``, ``selfcheck``, ``demo``;
+* instructor commands (the grader's own process): ``cli``, ``release``, ``collect``, ``grade``,
+  ``feedback``, ``report``, ``selfcheck``, ``demo``;
+* the course model: ``course`` (folders, gradebook) and ``notebook`` (cells, their nbgrader
+  metadata, solution and hidden-test regions, the judge's message on a test cell);
 * the trusted judge (grading workers; never runs student code): ``judge/`` (``worker``: one
   student, ``grading``: a whole submission, ``restore``: its structure from the source notebook,
-  ``judge``: one exercise, ``session``: the sandbox and its channel, ``checks``: what hidden
-  checks are built from, ``catalogue``: every exercise's spec and check, found by id), and ``exercises/`` (the checks);
+  ``judge``: one exercise, ``session``: the sandbox and its channel, ``catalogue``: every
+  exercise's spec and check, found by id, ``checks``: what checks are built from), and
+  ``exercises/`` (the checks);
 * inside the sandbox, beside student code: ``sandbox/`` only (standard library and NumPy);
 * authoring tools: ``sync``, ``kit``, ``regions``, ``mutants/``.
 
@@ -58,7 +61,7 @@ Rules the tools rely on:
 
 * Every ``grade_id`` is unique in its source notebook (a student's duplicates are repaired).
 * The suffixes ``-visible``, ``-hidden[-k]``, ``-written`` are how the tools map a cell to its
-  exercise (:func:`autograder.course.grade_id_exercise`); other cells of an exercise must not use
+  exercise (:func:`autograder.notebook.exercise_of`); other cells of an exercise must not use
   them in another sense.
 * The tests of one exercise depend only on that exercise's code: no state shared between the
   cells of different exercises, no later exercise calling an earlier one (give it the reference

@@ -176,7 +176,8 @@ def cmd_check(course: Course, args) -> int:
 
     status = 0
     for assignment in _assignments(course, args):
-        verdicts = check(course, assignment, jobs=args.jobs, cell_timeout=args.cell_timeout)
+        verdicts = check(course, assignment, jobs=args.jobs, cell_timeout=args.cell_timeout,
+                         exercise=args.exercise)
         print(format_table(["mutant", "exercise", "expected to fail", "points lost", "verdict"],
                            [(v.subject, v.exercise, v.expected, v.lost, v.verdict) for v in verdicts]))
         failed = [v for v in verdicts if not v.ok]
@@ -289,6 +290,9 @@ def build_parser() -> argparse.ArgumentParser:
               "self-test: solutions score full, released scores 0, every mutant loses points on its exercise only")
     sub.add_argument("assignment", nargs="?")
     sub.add_argument("--all", action="store_true", help="every assignment in source/")
+    sub.add_argument("--exercise", metavar="ID",
+                     help="only this exercise's mutants and alternatives (the solution and the unanswered "
+                          "notebook are graded whole, as always): the quick check while writing one")
     sub.add_argument("--jobs", type=int, default=CPUS, help="parallel workers (default: the CPUs, %(default)s)")
     sub.add_argument("--cell-timeout", type=int,
                      help="wall seconds per exercise, the student's cells included "

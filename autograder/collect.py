@@ -52,9 +52,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
 
-import nbformat
 from nbgrader.coursedir import CourseDirectory
 
+from . import notebook
 from .course import Course, CourseError, nbgrader_errors
 from .lms import Placement, Roster, lms_placement, load_roster, notebook_of
 
@@ -255,7 +255,7 @@ def _check_notebook(data: bytes) -> None:
     if _too_deep(content, MAX_JSON_DEPTH):  # nbformat, and later grade, recurse over it too
         raise ValueError(f"nested more than {MAX_JSON_DEPTH} levels deep (a notebook nests about 6)")
     try:
-        nbformat.validate(nbformat.reads(text, as_version=4))
+        notebook.validated(text)
     except Exception as error:  # nbformat raises several kinds for "JSON but not a notebook"
         first_line = (str(error) or type(error).__name__).splitlines()[0][:120]
         raise ValueError(f"JSON but not a valid notebook ({printable(first_line)})") from None

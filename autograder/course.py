@@ -42,14 +42,6 @@ def nbgrader_errors(result: dict) -> str:
     return "\n".join(errors or [result.get("error") or "(no message)"])
 
 
-def grade_id_exercise(grade_id: str) -> str:
-    """The exercise a cell belongs to: its grade_id without the -visible/-hidden/-written suffix.
-
-    ``a02-mul-hidden-2`` -> ``a02-mul``; a solution cell's id is the exercise itself.
-    """
-    return re.sub(r"-(visible|hidden|written)(-[0-9]+)?$", "", grade_id)
-
-
 @dataclass(frozen=True)
 class Course:
     root: Path

@@ -18,13 +18,13 @@ grade, feedback and report.
 from __future__ import annotations
 
 import json
-import re
 import shutil
 import tempfile
 import zipfile
 from pathlib import Path
+from typing import Any
 
-from . import cli
+from . import cli, notebook
 from .course import DEFAULT_SOLUTIONS, Course, CourseError
 from .mutants import load_mutants
 from .selfcheck import apply_mutant
@@ -44,17 +44,15 @@ def _workdir(out: str | None) -> Path:
     return work
 
 
-def _partly_wrong(source: dict[str, dict], assignment: str) -> tuple[dict[str, dict], str]:
+def _partly_wrong(source: dict[str, Any], assignment: str) -> tuple[dict[str, Any], str]:
     mutants = load_mutants(assignment)
     if mutants:
         name, mutated = apply_mutant(source, mutants[0], assignment)
         return {**source, name: mutated}, f"mutant '{mutants[0].id}' ({mutants[0].why or mutants[0].exercise})"
     for name, nb in source.items():
-        for cell in nb["cells"]:
-            text = "".join(cell["source"])
-            if cell["cell_type"] == "code" and "BEGIN SOLUTION" in text:
-                cell["source"] = re.sub(r"(?s)([ \t]*)### BEGIN SOLUTION.*?### END SOLUTION",
-                                        r"\1raise NotImplementedError()", text)
+        for cell in nb.cells:
+            if cell.cell_type == "code" and notebook.solution_lines(cell.source):
+                cell.source = notebook.released(cell)  # as nbgrader releases it: the stub in place
                 return source, f"the first solution region of {name}.ipynb left unanswered"
     return source, "unchanged (no solution region found)"
 
@@ -62,7 +60,7 @@ def _partly_wrong(source: dict[str, dict], assignment: str) -> tuple[dict[str, d
 def _export(course: Course, assignment: str, folder: Path) -> list[str]:
     """Write the fake LMS export; return one line per student saying what it holds."""
     def read(path: Path) -> dict[str, dict]:
-        return {p.stem: json.loads(p.read_text()) for p in sorted(path.glob("*.ipynb"))}
+        return {p.stem: notebook.read(p) for p in sorted(path.glob("*.ipynb"))}
 
     source, released = read(course.source_dir(assignment)), read(course.release_dir(assignment))
     wrong, how = _partly_wrong(read(course.source_dir(assignment)), assignment)

@@ -54,12 +54,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import nbformat
 import psutil
 from nbgrader.api import Gradebook, MissingEntry
 from sqlalchemy.exc import SAWarning
 from tqdm import tqdm
 
+from . import notebook
 from .course import Course, CourseError
 from .judge import worker
 from .nbgrader_glue import record_grades
@@ -124,10 +124,13 @@ class Ledger:
         path = self.graded_dir / f"{student}.json"
         return json.loads(path.read_text()) if path.exists() else None
 
-    def mark_graded(self, student: str, fp: str, repairs: list[str] | None = None) -> None:
+    def mark_graded(self, student: str, fp: str, repairs: list[str] | None = None,
+                    verdicts: dict[str, dict] | None = None) -> None:
         """``repairs``: what restoring the notebook's structure changed (a deleted test cell put
-        back, ...), kept here for the instructor, since the scratch copy that was graded is gone."""
-        self._write(self.graded_dir / f"{student}.json", {"fingerprint": fp, "at": _now(), "repairs": repairs or []})
+        back, ...); ``verdicts``: the judge's, per exercise (passed, message, and the traceback of a
+        check that crashed). Kept here for the instructor: the scratch copy that was graded is gone."""
+        self._write(self.graded_dir / f"{student}.json", {"fingerprint": fp, "at": _now(), "repairs": repairs or [],
+                                                           "verdicts": verdicts or {}})
         (self.failed_dir / f"{student}.json").unlink(missing_ok=True)
 
     def unmark(self, student: str) -> None:
@@ -145,9 +148,9 @@ class Ledger:
         if marker is None or marker["fingerprint"] != fingerprint(submitted):
             return False
         autograded = self.course.autograded_dir(student, self.assignment)
-        for notebook in submitted.glob("*.ipynb"):
-            if notebook.stem in self.course.notebooks(self.assignment) \
-                    and not (autograded / notebook.name).exists():
+        for path in submitted.glob("*.ipynb"):
+            if path.stem in self.course.notebooks(self.assignment) \
+                    and not (autograded / path.name).exists():
                 return False
         try:
             submission = gb.find_submission(self.assignment, student)
@@ -424,9 +427,9 @@ def _record(course: Course, assignment: str, done: Finished, ledger: Ledger, res
             gb.update_or_create_submission(assignment, student, **({"timestamp": stamp} if stamp else {}))
             # A notebook the student did not hand in scores 0, as nbgrader's autograde does.
             handed_in = {p.stem for p in autograded.glob("*.ipynb")}
-            for notebook in gb.find_assignment(assignment).notebooks:
-                if notebook.name not in handed_in:
-                    for grade in gb.find_submission_notebook(notebook.name, assignment, student).grades:
+            for entry in gb.find_assignment(assignment).notebooks:
+                if entry.name not in handed_in:
+                    for grade in gb.find_submission_notebook(entry.name, assignment, student).grades:
                         grade.auto_score, grade.needs_manual_grade = 0, False
             gb.db.commit()
         for path in sorted(autograded.glob("*.ipynb")):
@@ -434,12 +437,30 @@ def _record(course: Course, assignment: str, done: Finished, ledger: Ledger, res
         keep = _files(course.source_dir(assignment)) | _files(submitted) | {Path("timestamp.txt")}
         _install(autograded, course.autograded_dir(student, assignment), keep)
         repairs = [str(r) for r in result.get("repairs") or []]
-        ledger.mark_graded(student, done.fingerprint, repairs)
+        verdicts = _verdicts(result)
+        ledger.mark_graded(student, done.fingerprint, repairs, verdicts)
     outcome = _graded_outcome(course, assignment, student, "graded")
     unreadable = list((result.get("unreadable") or {}).values())
-    outcome.detail = "; ".join([*unreadable, *_repaired(repairs, ledger.graded_dir / f"{student}.json"),
+    record = ledger.graded_dir / f"{student}.json"
+    crashed = sorted(e for e, v in verdicts.items() if v["detail"])
+    outcome.detail = "; ".join([*unreadable, *_repaired(repairs, record),
+                                *([f"a check crashed on {', '.join(crashed)} (a bug of the grader: the traceback is in "
+                                   f"{record})"] if crashed else []),
                                 *([outcome.detail] if outcome.detail else [])])
     return outcome
+
+
+def _verdicts(result: dict) -> dict[str, dict]:
+    """The judge's verdict on each exercise, from the worker's result: {exercise: {"passed",
+    "message", "detail"}} (what nbgrader scores is the same verdict, as the test cells' outputs)."""
+    out: dict[str, dict] = {}
+    for verdicts in (result.get("notebooks") or {}).values():
+        for exercise, verdict in (verdicts if isinstance(verdicts, dict) else {}).items():
+            if isinstance(verdict, dict):
+                out[str(exercise)] = {"passed": verdict.get("passed") is True,
+                                      "message": str(verdict.get("message") or ""),
+                                      "detail": str(verdict.get("detail") or "")}
+    return out
 
 
 def _repaired(repairs: list[str], record: Path) -> list[str]:
@@ -607,8 +628,7 @@ def wall_limit(course: Course, assignment: str, limits: Limits) -> float:
     from .judge.grading import judged_exercises
     total = 0.0
     for name in notebooks:
-        for exercise in judged_exercises(nbformat.read(course.source_dir(assignment) / f"{name}.ipynb",
-                                                       as_version=4).cells):
+        for exercise in judged_exercises(notebook.read(course.source_dir(assignment) / f"{name}.ipynb").cells):
             budget = getattr(catalogue.declared(exercise), "budget", None) or exercise_budget(course, limits)
             total += 2 * (WALL_STRETCH * budget + 5)
     return total + 60

@@ -32,8 +32,7 @@ import uuid
 from pathlib import Path
 from typing import Any, Protocol
 
-import nbformat
-
+from . import notebook
 from .course import Course, CourseError
 from .grade import (
     Finished,
@@ -52,6 +51,19 @@ from .grade import (
 )
 
 REMOTE_PREFIX = "autograder-dask-"
+# Dask's housekeeping, tuned for grading (a few long tasks per worker, no dashboard to feed): with
+# its defaults (an event-loop tick every 20 ms, a memory check every 100 ms, a system monitor every
+# 500 ms, a statistical profiler every 10 ms) an idle scheduler and two workers burn 0.15 CPU-s per
+# second, with these 0.02 (measured on 127.0.0.1). Set on the scheduler and every worker
+# (deploy/dask.md); the first is required: the worker keeps a forkserver, which a daemon may not start.
+QUIET_DASK = {
+    "DASK_DISTRIBUTED__WORKER__DAEMON": "False",
+    "DASK_DISTRIBUTED__ADMIN__TICK__INTERVAL": "1s",
+    "DASK_DISTRIBUTED__ADMIN__SYSTEM_MONITOR__INTERVAL": "2s",
+    "DASK_DISTRIBUTED__ADMIN__SYSTEM_MONITOR__GIL__ENABLED": "False",
+    "DASK_DISTRIBUTED__WORKER__MEMORY__MONITOR_INTERVAL": "1s",
+    "DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED": "False",
+}
 MAX_NOTEBOOK_BYTES = 32 * 2**20   # one autograded notebook (outputs cleared but the judge's messages)
 MAX_LOG_CHARS = 20_000
 MAX_TEXT_CHARS = 20_000           # any other string of a reply (a verdict's message, a repair)
@@ -248,7 +260,7 @@ def accept(reply: object, notebooks: set[str]) -> tuple[dict[str, Any] | None, d
         need(isinstance(data, bytes) and len(data) <= MAX_NOTEBOOK_BYTES,
              f"{name} is not bytes of at most {MAX_NOTEBOOK_BYTES // 2**20} MB")
         try:
-            nbformat.validate(nbformat.reads(data.decode(), as_version=4))
+            notebook.validated(data.decode())
         except Exception as error:  # noqa: BLE001 (whatever nbformat finds wrong with it)
             raise MalformedReply(f"{name} is not a valid notebook ({type(error).__name__})") from None
     result = reply.get("result")
@@ -323,8 +335,7 @@ class DaskExecutor:
         from .judge.grading import judged_exercises
         whole = any(getattr(catalogue.declared(e), "whole_engine", False)
                     for name in self.notebooks
-                    for e in judged_exercises(nbformat.read(self.course.source_dir(self.assignment) / name,
-                                                            as_version=4).cells))
+                    for e in judged_exercises(notebook.read(self.course.source_dir(self.assignment) / name).cells))
         prefix = self.assignment.split("_", 1)[0]
         return [a for a in self.course.assignments() if whole and a.split("_", 1)[0] < prefix]
 
@@ -332,18 +343,18 @@ class DaskExecutor:
         source = self.course.source_dir(self.assignment).parent
         files = {f"{self.assignment}/{rel}": data for rel, data in pack(source / self.assignment).items()}
         for earlier in self.earlier:
-            notebook = source / earlier / f"{earlier}.ipynb"
-            if notebook.is_file():
-                files[f"{earlier}/{earlier}.ipynb"] = notebook.read_bytes()
+            path = source / earlier / f"{earlier}.ipynb"
+            if path.is_file():
+                files[f"{earlier}/{earlier}.ipynb"] = path.read_bytes()
         return files
 
     def _submitted_files(self, student: str) -> dict[str, bytes]:
         files = {f"{self.assignment}/{rel}": data
                  for rel, data in pack(self.course.submitted_dir(student, self.assignment)).items()}
         for earlier in self.earlier:
-            notebook = self.course.submitted_dir(student, earlier) / f"{earlier}.ipynb"
-            if notebook.is_file():
-                files[f"{earlier}/{earlier}.ipynb"] = notebook.read_bytes()
+            path = self.course.submitted_dir(student, earlier) / f"{earlier}.ipynb"
+            if path.is_file():
+                files[f"{earlier}/{earlier}.ipynb"] = path.read_bytes()
         return files
 
     def room(self) -> int:

@@ -33,7 +33,6 @@ import functools
 import tempfile
 from pathlib import Path
 
-import nbformat
 import nbgrader.api
 from alembic.config import Config as AlembicConfig
 from alembic.script import ScriptDirectory
@@ -42,16 +41,18 @@ from nbformat.notebooknode import NotebookNode
 from nbgrader.preprocessors import AssignLatePenalties, ClearHiddenTests, GetGrades, SaveAutoGrades
 from traitlets.config import Config
 
+from autograder import notebook
+
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 NBGRADER_TEMPLATES = Path(nbgrader.__file__).resolve().parent / "server_extensions" / "formgrader" / "templates"
 MAX_OUTPUT = 4000  # characters of any one output shown in feedback
 
 
 # 1. -----------------------------------------------------------------------------------------------
-def record_grades(notebook: Path, assignment: str, student: str, db_url: str, config: Config) -> None:
+def record_grades(path: Path, assignment: str, student: str, db_url: str, config: Config) -> None:
     """Store the grades of a judged notebook in the gradebook, as nbgrader's autograde would."""
-    nb = nbformat.read(notebook, as_version=nbformat.NO_CONVERT)
-    resources = {"nbgrader": {"notebook": notebook.stem, "assignment": assignment, "student": student,
+    nb = notebook.read(path)
+    resources = {"nbgrader": {"notebook": path.stem, "assignment": assignment, "student": student,
                               "db_url": db_url}}
     for preprocessor in (SaveAutoGrades(config=config), AssignLatePenalties(config=config)):
         nb, resources = preprocessor.preprocess(nb, resources)
@@ -69,43 +70,16 @@ class RedactHiddenTests(ClearHiddenTests):
     """
 
     def preprocess_cell(self, cell: NotebookNode, resources: dict, index: int):
-        meta = cell.get("metadata", {}).get("nbgrader", {})
-        if cell.cell_type == "code" and meta.get("grade") and not meta.get("solution"):
+        if notebook.is_test(cell):
             self._remove_hidden_test_region(cell)
         else:
-            cell.source = cut_hidden_regions(cell.source)
+            cell.source = notebook.cut_hidden_regions(cell.source)
         for output in cell.get("outputs", []):
             if output.get("output_type") == "error":
                 output.traceback = [f"{output.ename}: {output.evalue}"[:MAX_OUTPUT]]
             elif output.get("output_type") == "stream":
                 output.text = output.text[:MAX_OUTPUT]
         return cell, resources
-
-
-def cut_hidden_regions(text: str) -> str:
-    """``text`` without its whole BEGIN ... END HIDDEN TESTS regions: from the line of a BEGIN to the
-    line of the next END after it, both lines included. A BEGIN with no END after it stays.
-
-    In one pass over the lines (a student's cell quoting the BEGIN marker on many lines made the
-    regular expression this replaces take time quadratic in the cell: 17 s for 4,000 lines).
-    """
-    begin, end = "BEGIN HIDDEN TESTS", "END HIDDEN TESTS"
-    lines = text.splitlines(keepends=True)
-    next_end = [len(lines)] * (len(lines) + 1)  # the first line at or after i holding an END
-    for i in range(len(lines) - 1, -1, -1):
-        next_end[i] = i if end in lines[i] else next_end[i + 1]
-    kept, i = [], 0
-    while i < len(lines):
-        line = lines[i]
-        at = line.rfind(begin)
-        if at >= 0 and end in line[at + len(begin):]:
-            i += 1  # BEGIN ... END on one line
-        elif at >= 0 and next_end[i + 1] < len(lines):
-            i = next_end[i + 1] + 1
-        else:
-            kept.append(line)
-            i += 1
-    return "".join(kept)
 
 
 class GetGradesByExercise(GetGrades):
@@ -120,25 +94,24 @@ class GetGradesByExercise(GetGrades):
 
     def _get_score(self, cell: NotebookNode, resources: dict) -> None:
         super()._get_score(cell, resources)
-        grade = self.gradebook.find_grade(cell.metadata["nbgrader"]["grade_id"], self.notebook_id,
+        grade = self.gradebook.find_grade(notebook.grade_id(cell), self.notebook_id,
                                           self.assignment_id, self.student_id)
-        cell.metadata.nbgrader["needs_manual_grade"] = bool(grade.needs_manual_grade)
+        notebook.nbgrader(cell)["needs_manual_grade"] = bool(grade.needs_manual_grade)  # a grade cell: its own dict
 
     def preprocess(self, nb: NotebookNode, resources: dict):
-        from autograder.course import grade_id_exercise
         nb, resources = super().preprocess(nb, resources)
         entries: dict[str, dict] = {}
         for cell in nb.cells:
-            meta = cell.metadata.get("nbgrader", {})
+            meta = notebook.nbgrader(cell)
             if not meta.get("grade"):
                 continue
             grade_id, score, points = meta["grade_id"], float(meta.get("score") or 0), float(meta.get("points") or 0)
             if meta.get("solution"):  # an answer graded by hand
-                entries[grade_id] = {"id": grade_id, "title": _title(grade_id_exercise(grade_id)) + " (written)",
+                entries[grade_id] = {"id": grade_id, "title": _title(notebook.exercise_of(grade_id)) + " (written)",
                                      "anchor": grade_id, "score": score, "points": points, "written": True,
                                      "pending": bool(meta.get("needs_manual_grade")), "message": ""}
                 continue
-            exercise = grade_id_exercise(grade_id)
+            exercise = notebook.exercise_of(grade_id)
             entry = entries.setdefault(exercise, {"id": exercise, "title": _title(exercise), "anchor": grade_id,
                                                   "score": 0.0, "points": 0.0, "written": False,
                                                   "pending": False, "message": ""})
@@ -146,7 +119,7 @@ class GetGradesByExercise(GetGrades):
             entry["points"] += points
             for output in cell.get("outputs", []):
                 if output.get("output_type") == "error" and not entry["message"]:
-                    entry["message"] = str(output.get("evalue", "")).removeprefix(f"{exercise}: ")[:MAX_OUTPUT]
+                    entry["message"] = notebook.failure_message(output, exercise)[:MAX_OUTPUT]
         items = list(entries.values())
         resources["nbgrader"]["exercises"] = items
         resources["nbgrader"]["auto_score"] = sum(e["score"] for e in items if not e["written"])

@@ -14,7 +14,9 @@ import tokenize
 from dataclasses import dataclass
 from pathlib import Path
 
-BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
+from autograder import notebook
+
+BEGIN, END = f"### {notebook.BEGIN_SOLUTION}", f"### {notebook.END_SOLUTION}"  # whole lines, in an authored cell
 
 
 class RegionError(Exception):

@@ -28,7 +28,6 @@ reason, in :data:`KIT_SHARED_LINES`.
 from __future__ import annotations
 
 import ast
-import json
 import re
 import tempfile
 from dataclasses import dataclass
@@ -38,10 +37,11 @@ from pathlib import Path
 from nbgrader.utils import parse_utc, temp_attrs
 from traitlets.config import Config
 
+from . import notebook
 from .course import Course, CourseError, nbgrader_errors
 
 KIT = "coursekit"
-MARKERS = ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS")
+MARKERS = (notebook.BEGIN_SOLUTION, notebook.END_SOLUTION, notebook.BEGIN_HIDDEN, notebook.END_HIDDEN)
 ALLOW = "release-scan: allow"
 MIN_TOKENS = 6
 MIN_CHARS = 20
@@ -121,28 +121,22 @@ def solution_index(solutions: Path) -> dict[str, str]:
     return index
 
 
-def _solution_regions(notebook: Path):
+def _solution_regions(path: Path):
     """(cell number, line number, line) of the lines inside ``### BEGIN/END SOLUTION`` regions."""
-    for number, cell in enumerate(json.loads(notebook.read_text())["cells"], 1):
-        inside = False
-        for lineno, line in enumerate("".join(cell.get("source", "")).splitlines(), 1):
-            if "BEGIN SOLUTION" in line:
-                inside = True
-            elif "END SOLUTION" in line:
-                inside = False
-            elif inside:
-                yield number, lineno, line
+    for number, cell in enumerate(notebook.read(path).cells, 1):
+        for lineno, line in notebook.solution_lines(cell.source):
+            yield number, lineno, line
 
 
 def secret_index(course: Course, assignment: str, solutions: Path) -> dict[str, str]:
     """Everything a release of ``assignment`` must not contain -> where it comes from."""
     index: dict[str, str] = {}
     for other in course.assignments():
-        for notebook in sorted(course.source_dir(other).glob("*.ipynb")):
-            for cell, _lineno, line in _solution_regions(notebook):
+        for path in sorted(course.source_dir(other).glob("*.ipynb")):
+            for cell, _lineno, line in _solution_regions(path):
                 key = signature(line)
                 if key:
-                    index.setdefault(key, f"{notebook.relative_to(course.root)} cell {cell} (a solution)")
+                    index.setdefault(key, f"{path.relative_to(course.root)} cell {cell} (a solution)")
     if uses_kit(course, assignment):
         from .kit import body_lines
 
@@ -160,12 +154,12 @@ def _released_lines(path: Path):
     """(where, line) for every line of a released file; notebooks cell by cell, outputs included."""
     if path.suffix == ".ipynb":
         try:
-            cells = json.loads(path.read_text())["cells"]
-        except (ValueError, KeyError, TypeError):
+            cells = notebook.read(path).cells
+        except Exception:  # noqa: BLE001 (whatever it is, it is not a notebook students can open)
             yield "whole file", "not a readable notebook"
             return
         for number, cell in enumerate(cells, 1):
-            for lineno, line in enumerate("".join(cell.get("source", "")).splitlines(), 1):
+            for lineno, line in enumerate(notebook.text(cell.get("source")).splitlines(), 1):
                 yield f"cell {number} line {lineno}", line
             for output in cell.get("outputs", []):
                 text = output.get("text") or output.get("data", {}).get("text/plain", "")
@@ -215,9 +209,9 @@ def scan(folder: Path, index: dict[str, str], relative_to: Path) -> list[Leak]:
 
 def uses_kit(course: Course, assignment: str) -> bool:
     """Whether the assignment's notebooks import the course kit."""
-    for notebook in course.source_dir(assignment).glob("*.ipynb"):
-        for cell in json.loads(notebook.read_text())["cells"]:
-            if cell["cell_type"] == "code" and re.search(rf"\b(from|import)\s+{KIT}\b", "".join(cell["source"])):
+    for path in course.source_dir(assignment).glob("*.ipynb"):
+        for cell in notebook.read(path).cells:
+            if cell.cell_type == "code" and re.search(rf"\b(from|import)\s+{KIT}\b", cell.source):
                 return True
     return False
 

@@ -3,7 +3,7 @@
 * ``grades.csv``: one row per student who handed something in: status, score (after the late
   penalty, as nbgrader's own export computes it), max score, raw score, late penalty, one column per notebook
   (``notebook:<name>``), per exercise (``exercise:<id>``, the sum of
-  the exercise's auto-graded test cells, see :func:`autograder.course.grade_id_exercise`) and
+  the exercise's auto-graded test cells, see :func:`autograder.notebook.exercise_of`) and
   per written answer (``written:<id>``, empty until graded by hand): an exercise's code and
   written points are never added into one column.
 * ``score_histogram.png``: the distribution of total scores.
@@ -20,7 +20,6 @@ submissions that could not be graded.
 from __future__ import annotations
 
 import csv
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -30,7 +29,8 @@ matplotlib.use("Agg")  # files only, no display; before pyplot is imported
 import matplotlib.pyplot as plt  # noqa: E402
 from nbgrader.api import MissingEntry  # noqa: E402
 
-from .course import Course, CourseError, grade_id_exercise  # noqa: E402
+from . import notebook as nbfile  # noqa: E402
+from .course import Course, CourseError  # noqa: E402
 from .grade import Ledger  # noqa: E402
 from .lms import LMS_NAMES, Grade, load_roster, write_canvas, write_moodle  # noqa: E402
 
@@ -51,11 +51,10 @@ def grade_cells(course: Course, assignment: str) -> list[tuple[str, str, float]]
     """(notebook, grade_id, points) of every grade cell, in the order of the source notebooks."""
     cells = []
     for notebook in course.notebooks(assignment):
-        nb = json.loads((course.source_dir(assignment) / f"{notebook}.ipynb").read_text())
-        for cell in nb["cells"]:
-            meta = cell.get("metadata", {}).get("nbgrader", {})
+        for cell in nbfile.read(course.source_dir(assignment) / f"{notebook}.ipynb").cells:
+            meta = nbfile.nbgrader(cell)
             if meta.get("grade"):
-                cells.append((notebook, meta["grade_id"], float(meta.get("points", 0))))
+                cells.append((notebook, nbfile.grade_id(cell), float(meta.get("points", 0))))
     return cells
 
 
@@ -97,17 +96,17 @@ def _written(grade_id: str) -> bool:
 
 def write_csv(path: Path, rows: list[Row], cells: list[tuple[str, str, float]]) -> None:
     notebooks = list(dict.fromkeys(nb for nb, _, _ in cells))
-    exercises = list(dict.fromkeys(grade_id_exercise(gid) for _, gid, _ in cells if not _written(gid)))
+    exercises = list(dict.fromkeys(nbfile.exercise_of(gid) for _, gid, _ in cells if not _written(gid)))
     written = [gid for _, gid, _ in cells if _written(gid)]
     with open(path, "w", newline="") as handle:
         out = csv.writer(handle)
         out.writerow(["student", "status", "score", "max_score", "raw_score", "late_penalty"]
                      + [f"notebook:{nb}" for nb in notebooks] + [f"exercise:{ex}" for ex in exercises]
-                     + [f"written:{grade_id_exercise(gid)}" for gid in written])
+                     + [f"written:{nbfile.exercise_of(gid)}" for gid in written])
         for row in rows:
             graded = row.score is not None
             per_exercise = {ex: sum(s or 0.0 for gid, s in row.cells.items()
-                                    if grade_id_exercise(gid) == ex and not _written(gid))
+                                    if nbfile.exercise_of(gid) == ex and not _written(gid))
                             for ex in exercises}
             out.writerow([row.student, row.status,
                           _num(row.score), _num(row.max_score), _num(row.raw_score),

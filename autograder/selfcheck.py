@@ -17,15 +17,15 @@ In a scratch copy of the course, with its own gradebook (the real one is never t
 from __future__ import annotations
 
 import copy
-import json
 import shutil
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from .course import Course, CourseError, grade_id_exercise
+from . import notebook
+from .course import Course, CourseError
 from .grade import Limits, Outcome, grade, scratch_dir
 from .judge import catalogue
-from .mutants import Mutant, load_alternatives, load_expected, load_mutants
+from .mutants import Mutant, load_alternatives, load_mutants
 from .release import add_release_files
 
 SOLUTION, UNANSWERED = "solution", "unanswered"
@@ -52,38 +52,22 @@ class Verdict:
 def test_cells(course: Course, assignment: str) -> list[TestCell]:
     """The autograded test cells of an assignment, from its source notebooks."""
     cells = []
-    for notebook in course.notebooks(assignment):
-        nb = json.loads((course.source_dir(assignment) / f"{notebook}.ipynb").read_text())
-        for cell in nb["cells"]:
-            meta = cell.get("metadata", {}).get("nbgrader", {})
-            if cell["cell_type"] == "code" and meta.get("grade") and not meta.get("solution"):
-                cells.append(TestCell(notebook, meta["grade_id"], float(meta.get("points", 0))))
+    for name in course.notebooks(assignment):
+        for cell in notebook.read(course.source_dir(assignment) / f"{name}.ipynb").cells:
+            if notebook.is_test(cell):
+                cells.append(TestCell(name, notebook.grade_id(cell), float(notebook.nbgrader(cell).get("points", 0))))
     return cells
-
-
-def _solution_spans(source: str) -> list[tuple[int, int]]:
-    """Character spans of the text between ``### BEGIN SOLUTION`` and ``### END SOLUTION`` lines."""
-    spans, start, offset = [], None, 0
-    for line in source.splitlines(keepends=True):
-        if "BEGIN SOLUTION" in line:
-            start = offset + len(line)
-        elif "END SOLUTION" in line and start is not None:
-            spans.append((start, offset))
-            start = None
-        offset += len(line)
-    return spans
 
 
 def apply_mutant(notebooks: dict[str, dict], mutant: Mutant, assignment: str) -> tuple[str, dict]:
     """(notebook name, mutated copy of that notebook); CourseError if the mutant does not apply."""
     for name, nb in notebooks.items():
         for index, cell in enumerate(nb["cells"]):
-            meta = cell.get("metadata", {}).get("nbgrader", {})
-            if meta.get("grade_id") != mutant.exercise or not meta.get("solution"):
+            if notebook.grade_id(cell) != mutant.exercise or not notebook.is_answer(cell):
                 continue
-            source = "".join(cell["source"])
+            source = notebook.text(cell["source"])
             hits = []
-            for start, end in _solution_spans(source):
+            for start, end in notebook.solution_spans(source):
                 at = source.find(mutant.find, start, end)
                 while at != -1 and at + len(mutant.find) <= end:
                     hits.append(at)
@@ -101,14 +85,14 @@ def apply_mutant(notebooks: dict[str, dict], mutant: Mutant, assignment: str) ->
 
 
 def _read_notebooks(folder: Path) -> dict[str, dict]:
-    return {p.stem: json.loads(p.read_text()) for p in sorted(folder.glob("*.ipynb"))}
+    return {p.stem: notebook.read(p) for p in sorted(folder.glob("*.ipynb"))}
 
 
 def _write_submission(course: Course, assignment: str, student: str, notebooks: dict[str, dict]) -> None:
     folder = course.submitted_dir(student, assignment)
     folder.mkdir(parents=True)
     for name, nb in notebooks.items():
-        (folder / f"{name}.ipynb").write_text(json.dumps(nb, indent=1))
+        notebook.write(nb, folder / f"{name}.ipynb")
     (folder / "timestamp.txt").write_text(TIMESTAMP)
 
 
@@ -126,7 +110,7 @@ def _judge(subject: str, outcome: Outcome, cells: list[TestCell], scores: dict[s
         exercise, expected = "all", "all"
     else:
         exercise = mutant.exercise
-        expected = ", ".join(c.grade_id for c in cells if grade_id_exercise(c.grade_id) == exercise)
+        expected = ", ".join(c.grade_id for c in cells if notebook.exercise_of(c.grade_id) == exercise)
     if scores is None:
         return Verdict(subject, exercise, expected, "", False, f"ERROR: not graded: {outcome.detail}")
     lost = {c.grade_id: c.points - (scores.get(c.grade_id) or 0.0) for c in cells}
@@ -142,8 +126,8 @@ def _judge(subject: str, outcome: Outcome, cells: list[TestCell], scores: dict[s
         passing = sorted(c.grade_id for c in cells if c.grade_id not in lost and c.points > 0)
         return Verdict(subject, exercise, expected, total, not passing,
                        "0 on every test" if not passing else f"FAIL: passes without an answer: {', '.join(passing)}")
-    own = {gid: pts for gid, pts in lost.items() if grade_id_exercise(gid) == exercise}
-    other = {gid: pts for gid, pts in lost.items() if grade_id_exercise(gid) != exercise}
+    own = {gid: pts for gid, pts in lost.items() if notebook.exercise_of(gid) == exercise}
+    other = {gid: pts for gid, pts in lost.items() if notebook.exercise_of(gid) != exercise}
     if not own:
         verdict = "FAIL: not caught (its exercise keeps full marks)"
     elif other:
@@ -157,44 +141,46 @@ def _messages(course: Course, assignment: str, student: str, exercise: str) -> s
     """The judge's messages on the exercise's test cells, as the autograded notebooks hold them."""
     out = []
     for path in sorted(course.autograded_dir(student, assignment).glob("*.ipynb")):
-        for cell in json.loads(path.read_text()).get("cells", []):
-            grade_id = ((cell.get("metadata") or {}).get("nbgrader") or {}).get("grade_id", "")
-            if grade_id and grade_id_exercise(grade_id) == exercise:
-                out += [o.get("evalue", "") for o in cell.get("outputs", []) if o.get("output_type") == "error"]
+        for cell in notebook.read(path).cells:
+            if notebook.grade_id(cell) and notebook.exercise_of(notebook.grade_id(cell)) == exercise:
+                out += [notebook.failure_message(o, exercise) for o in cell.get("outputs", [])
+                        if o.get("output_type") == "error"]
     return "\n".join(out)
 
 
-def _names_the_mistake(verdict: Verdict, mutant: Mutant, phrase: str | None, messages: str) -> Verdict:
-    """A caught mutant whose message does not contain its EXPECTED phrase fails: the student would be
-    told that something is wrong, not what."""
-    if phrase is None:
-        return replace(verdict, ok=False, verdict=f"FAIL: caught, but EXPECTED has no phrase for '{mutant.id}'")
-    if phrase not in messages:
+def _names_the_mistake(verdict: Verdict, mutant: Mutant, messages: str) -> Verdict:
+    """A caught mutant whose message does not contain its ``expect`` phrase fails: the student would
+    be told that something is wrong, not what."""
+    if mutant.expect not in messages:
         shown = messages.split("\n")[0][:160]
         return replace(verdict, ok=False,
-                       verdict=f"FAIL: caught, but the message does not name the mistake ({phrase!r}): {shown}")
+                       verdict=f"FAIL: caught, but the message does not name the mistake ({mutant.expect!r}): {shown}")
     return verdict
 
 
 def check(course: Course, assignment: str, *, jobs: int = 2, cell_timeout: int | None = None,
-          progress: bool = True) -> list[Verdict]:
-    """Self-check one assignment: a verdict for the solution, the unanswered notebook, each mutant."""
+          progress: bool = True, exercise: str | None = None) -> list[Verdict]:
+    """Self-check one assignment: a verdict for the solution, the unanswered notebook, each mutant
+    and alternative (only those of ``exercise``, when given)."""
     cells = test_cells(course, assignment)
     if not cells:
         raise CourseError(f"{assignment} has no autograded test cells (code cells with grade: true)")
-    mutants = load_mutants(assignment)
-    exercises = {grade_id_exercise(c.grade_id) for c in cells}
+    exercises = {notebook.exercise_of(c.grade_id) for c in cells}
+    if exercise is not None and exercise not in exercises:
+        raise CourseError(f"{assignment} has no exercise {exercise!r} (no test cell {exercise}-visible / -hidden)")
+    mutants = [m for m in load_mutants(assignment) if exercise in (None, m.exercise)]
+    alternatives = [m for m in load_alternatives(assignment) if exercise in (None, m.exercise)]
     source = _read_notebooks(course.source_dir(assignment))
     mutated: dict[str, dict[str, dict]] = {}
     for mutant in mutants:  # all catalogue errors before any (slow) nbgrader run
         if mutant.exercise not in exercises:
             raise CourseError(f"mutant '{mutant.id}' of {assignment}: exercise '{mutant.exercise}' has no "
                               f"test cells (expected grade_ids {mutant.exercise}-visible / -hidden)")
-        name, notebook = apply_mutant(source, mutant, assignment)
-        mutated[f"mutant-{mutant.id}"] = {**source, name: notebook}
-    for alternative in load_alternatives(assignment):  # correct answers in other styles: full marks
-        name, notebook = apply_mutant(source, alternative, assignment)
-        mutated[f"alternative-{alternative.id}"] = {**source, name: notebook}
+        name, changed = apply_mutant(source, mutant, assignment)
+        mutated[f"mutant-{mutant.id}"] = {**source, name: changed}
+    for alternative in alternatives:  # correct answers in other styles: full marks
+        name, changed = apply_mutant(source, alternative, assignment)
+        mutated[f"alternative-{alternative.id}"] = {**source, name: changed}
 
     tmp = scratch_dir("autograder-check-")
     try:
@@ -223,7 +209,6 @@ def check(course: Course, assignment: str, *, jobs: int = 2, cell_timeout: int |
                 for student in submissions:
                     _write_submission(scratch, earlier, student, _read_notebooks(course.source_dir(earlier)))
         by_student = {f"mutant-{m.id}": m for m in mutants}
-        phrases = load_expected(assignment)
         outcomes = grade(scratch, assignment, list(submissions), jobs=jobs,
                          limits=Limits(cell_timeout=cell_timeout), progress=progress)
         verdicts = []
@@ -231,8 +216,8 @@ def check(course: Course, assignment: str, *, jobs: int = 2, cell_timeout: int |
             scores = _scores(scratch, assignment, outcome.student) if outcome.status != "failed" else None
             subject = by_student.get(outcome.student)
             verdict = _judge(subject.id if subject else outcome.student, outcome, cells, scores, subject)
-            if subject is not None and verdict.ok and phrases is not None:
-                verdict = _names_the_mistake(verdict, subject, phrases.get(subject.id),
+            if subject is not None and verdict.ok:
+                verdict = _names_the_mistake(verdict, subject,
                                              _messages(scratch, assignment, outcome.student, subject.exercise))
             verdicts.append(verdict)
     finally:

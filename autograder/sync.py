@@ -17,8 +17,7 @@ import ast
 import sys
 from pathlib import Path
 
-import nbformat
-
+from autograder import notebook
 from autograder.course import REPO_ROOT
 from autograder.judge import catalogue
 from autograder.regions import RegionError, cell_regions, locate, replace_region
@@ -36,10 +35,6 @@ def assignments(root: Path = SOURCE_ROOT) -> list[str]:
         return sorted(p.stem for p in catalogue.PACKAGE_EXERCISES.glob("a[0-9][0-9]_*.py"))
     return sorted(p.name for p in root.iterdir()
                   if p.is_dir() and p.name.split("_", 1)[0] in known and any(p.glob("*.ipynb")))
-
-
-def _nbgrader(cell) -> dict:
-    return cell.get("metadata", {}).get("nbgrader", {})
 
 
 def _signature(source: str, qualname: str) -> str | None:
@@ -61,27 +56,37 @@ def _signature(source: str, qualname: str) -> str | None:
     return ast.dump(args)
 
 
+def hidden_cell(spec: catalogue.Spec) -> str:
+    """The text of an exercise's hidden test cell: it only names the check (never executed)."""
+    return (f'### {notebook.BEGIN_HIDDEN}\n# judged outside the notebook, by the check "{spec.id}" on {spec.name}\n'
+            f'### {notebook.END_HIDDEN}')
+
+
 def sync_notebook(path: Path, specs: list[catalogue.Spec], write: bool) -> tuple[list[str], bool]:
     """Problems found in one notebook (drift is a problem only when not writing), and whether
     the notebook changed."""
-    nb = nbformat.read(path, as_version=4)
+    nb = notebook.read(path)
     by_id = {s.id: s for s in specs}
     problems: list[str] = []
     changed = False
     name = path.name
     for cell in nb.cells:
-        meta = _nbgrader(cell)
-        grade_id = meta.get("grade_id", "")
+        meta = notebook.nbgrader(cell)
+        grade_id = notebook.grade_id(cell)
         if cell.cell_type != "code":
             continue
         if grade_id.endswith("-hidden") and grade_id[: -len("-hidden")] in by_id:
-            want = by_id[grade_id[: -len("-hidden")]].points
-            if meta.get("points") != want:
+            # the hidden test cell is written from the spec too: its points and the line naming the check
+            s = by_id[grade_id[: -len("-hidden")]]
+            text = hidden_cell(s)
+            if meta.get("points") != s.points or cell.source != text:
                 if write:
-                    meta["points"] = want
+                    meta["points"], cell.source = s.points, text
                     changed = True
+                elif meta.get("points") != s.points:
+                    problems.append(f"{name}: {grade_id}: worth {meta.get('points')} points, the spec says {s.points}")
                 else:
-                    problems.append(f"{name}: {grade_id}: worth {meta.get('points')} points, the spec says {want}")
+                    problems.append(f"{name}: {grade_id}: the hidden test cell differs from what sync writes")
             continue
         if not meta.get("solution"):
             continue
@@ -116,7 +121,7 @@ def sync_notebook(path: Path, specs: list[catalogue.Spec], write: bool) -> tuple
             cell.source = source
             changed = True
     if write and changed:
-        nbformat.write(nb, path)
+        notebook.write(nb, path)
     return problems, changed
 
 
@@ -135,8 +140,8 @@ def sync(names: list[str] | None = None, write: bool = True, root: Path = SOURCE
             problems.extend(found)
             if changed:
                 print(f"synced {path}")
-            nb = nbformat.read(path, as_version=4)
-            seen.update(_nbgrader(c).get("grade_id", "") for c in nb.cells)
+            nb = notebook.read(path)
+            seen.update(notebook.grade_id(c) for c in nb.cells)
         for s in specs:
             if s.id not in seen:
                 problems.append(f"{assignment}: exercise {s.id} has no solution cell (grade_id {s.id!r})")

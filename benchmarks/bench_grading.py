@@ -148,12 +148,13 @@ def start_cluster(logs: Path) -> tuple[str, list]:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     address = f"tcp://127.0.0.1:{port}"
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    from autograder.grade_executors import QUIET_DASK
+    env = {**os.environ, "PYTHONPATH": str(REPO), **QUIET_DASK}  # the settings deploy/dask.md gives
     worker = [sys.executable, "-m", "distributed.cli.dask_worker", address, "--nthreads", "1",
               "--no-dashboard", "--host", "127.0.0.1"]
     commands = [([sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port",
                   str(port), "--no-dashboard"], {}),
-                ([*worker, "--nanny"], {"DASK_DISTRIBUTED__WORKER__DAEMON": "False"}),
+                ([*worker, "--nanny"], {}),
                 ([*worker, "--no-nanny"], {})]
     processes = [subprocess.Popen(command, env={**env, **extra}, cwd=REPO, stderr=subprocess.STDOUT,
                                   stdout=(logs / f"dask{i}.log").open("w"))

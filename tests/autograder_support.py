@@ -100,3 +100,33 @@ def table(out: str) -> dict[str, list[str]]:
         if len(cells) >= 2 and not set(cells[0]) <= {"-"}:
             rows[cells[0]] = cells[1:]
     return rows
+
+
+def answered(fetched: dict, source: dict, share: float = 1.0, written: bool = True) -> dict:
+    """The fetched notebook with the first ``share`` of its answer cells written as a student types
+    the reference: each stub nbgrader left for a solution region (``# YOUR CODE HERE``,
+    ``raise NotImplementedError()``) becomes the lines of the source notebook's region, and (when
+    ``written``) a written answer (a markdown answer cell) the source's text."""
+    from autograder import notebook
+    from autograder.regions import cell_regions
+
+    model = {notebook.grade_id(c): c for c in source["cells"] if notebook.is_answer(c)}
+    nb = copy.deepcopy(fetched)
+    cells = [c for c in nb["cells"] if notebook.grade_id(c) in model and (written or c["cell_type"] == "code")]
+    for cell in cells[:round(len(cells) * share)]:
+        theirs = notebook.text(model[notebook.grade_id(cell)]["source"])
+        if cell["cell_type"] == "markdown":
+            cell["source"] = theirs
+            continue
+        lines, out, bodies = notebook.text(cell["source"]).split("\n"), [], iter(cell_regions(theirs))
+        k = 0
+        while k < len(lines):
+            if [line.strip() for line in lines[k:k + 2]] == ["# YOUR CODE HERE", "raise NotImplementedError()"]:
+                out += next(bodies).lines
+                k += 2
+            else:
+                out.append(lines[k])
+                k += 1
+        assert next(bodies, None) is None, f"{notebook.grade_id(cell)}: a region with no stub for it"
+        cell["source"] = "\n".join(out)
+    return nb

@@ -8,19 +8,20 @@ import pytest
 from nbgrader.dbutil import _temp_alembic_ini
 
 from autograder import cli
-from autograder.course import Course, CourseError, grade_id_exercise
+from autograder.course import Course, CourseError
 from autograder.nbgrader_glue import alembic_head
+from autograder.notebook import exercise_of
 
 pytestmark = pytest.mark.xdist_group("autograder")
 
 
 def test_grade_ids_map_to_their_exercise():
-    assert grade_id_exercise("a02-mul-backward") == "a02-mul-backward"
-    assert grade_id_exercise("a02-mul-backward-visible") == "a02-mul-backward"
-    assert grade_id_exercise("a02-mul-backward-hidden") == "a02-mul-backward"
-    assert grade_id_exercise("a02-mul-backward-hidden-2") == "a02-mul-backward"
-    assert grade_id_exercise("a02-mul-backward-written") == "a02-mul-backward"
-    assert grade_id_exercise("a02-hidden-layer") == "a02-hidden-layer"
+    assert exercise_of("a02-mul-backward") == "a02-mul-backward"
+    assert exercise_of("a02-mul-backward-visible") == "a02-mul-backward"
+    assert exercise_of("a02-mul-backward-hidden") == "a02-mul-backward"
+    assert exercise_of("a02-mul-backward-hidden-2") == "a02-mul-backward"
+    assert exercise_of("a02-mul-backward-written") == "a02-mul-backward"
+    assert exercise_of("a02-hidden-layer") == "a02-hidden-layer"
 
 
 def test_a_folder_without_nbgrader_config_is_refused(tmp_path, capsys):

@@ -276,3 +276,25 @@ def test_without_a_sandbox_grading_refuses_unless_unsafe_is_said(course, monkeyp
         assert gb.find_assignment(ASSIGNMENT).submissions == []  # nothing ran
     assert autograder(course, "grade", ASSIGNMENT, "--unsafe") == 0
     assert table(capsys.readouterr().out)["alice"][:2] == ["6/7", "graded"]
+
+
+def test_a_check_that_crashes_is_reported_to_the_instructor_with_its_traceback(course, tmp_path, monkeypatch):
+    # the toy catalogue, its add check broken as a check author could break it
+    exercises = tmp_path / "exercises"
+    exercises.mkdir()
+    toy = (Path(os.environ["AUTOGRADER_EXERCISES"]) / "a00_toy.py").read_text()
+    (exercises / "a00_toy.py").write_text(toy.replace("    x = rng.normal(size=(4, 3))\n",
+                                                      "    x = rng.normal(size=(4, 3))\n    1 / 0\n", 1))
+    monkeypatch.setenv("AUTOGRADER_EXERCISES", str(exercises))
+    submit(course, "alice", source_notebook())
+
+    (outcome,) = grade(course, ASSIGNMENT, jobs=1, progress=False)
+    assert outcome.status == "graded" and "a check crashed on a00-add" in outcome.detail, outcome
+    record = json.loads((course.state_dir / "graded" / ASSIGNMENT / "alice.json").read_text())
+    add, square = record["verdicts"]["a00-add"], record["verdicts"]["a00-square-backward"]
+    assert not add["passed"] and "ZeroDivisionError" in add["detail"] and "instructor" in add["message"]
+    assert square == {"passed": True, "message": "", "detail": ""}
+    # the student reads the same message nbgrader scored: one verdict, stated once
+    autograded = json.loads((course.autograded_dir("alice", ASSIGNMENT) / f"{NOTEBOOK}.ipynb").read_text())
+    errors = [o["evalue"] for c in autograded["cells"] for o in c.get("outputs", []) if o["output_type"] == "error"]
+    assert errors and all(e == f"a00-add: {add['message']}" for e in errors), errors

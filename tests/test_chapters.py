@@ -26,7 +26,8 @@ from nbclient.exceptions import CellExecutionError
 
 from autograder.judge import catalogue
 from autograder.kit import build_kit
-from autograder.regions import cell_regions
+
+from autograder_support import answered
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "book" / "_ext"))
@@ -97,34 +98,9 @@ def _run(notebook: nbformat.NotebookNode, folder: Path, allow_errors: bool) -> n
     return notebook
 
 
-def _source(cell: dict) -> str:
-    return "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
-
-
 def type_reference_answers(fetched: Path, source: Path) -> None:
-    """Write the reference answers into a fetched notebook, as a student types them: each stub that
-    nbgrader left for a solution region (`# YOUR CODE HERE`, `raise NotImplementedError()`) becomes
-    the lines of the source notebook's region."""
-    def grade_id(cell: dict) -> str:
-        return cell.get("metadata", {}).get("nbgrader", {}).get("grade_id", "")
-
-    regions = {grade_id(c): cell_regions(_source(c)) for c in json.loads(source.read_text())["cells"]
-               if c["cell_type"] == "code" and c.get("metadata", {}).get("nbgrader", {}).get("solution")}
-    nb = json.loads(fetched.read_text())
-    for cell in nb["cells"]:
-        if cell["cell_type"] != "code" or not regions.get(grade_id(cell)):
-            continue
-        lines, out, bodies = _source(cell).split("\n"), [], iter(regions[grade_id(cell)])
-        k = 0
-        while k < len(lines):
-            if [line.strip() for line in lines[k:k + 2]] == ["# YOUR CODE HERE", "raise NotImplementedError()"]:
-                out += next(bodies).lines
-                k += 2
-            else:
-                out.append(lines[k])
-                k += 1
-        assert next(bodies, None) is None, f"{fetched.name} {grade_id(cell)}: a region with no stub for it"
-        cell["source"] = "\n".join(out)
+    """Write the reference answers into a fetched notebook's code cells, as a student types them."""
+    nb = answered(json.loads(fetched.read_text()), json.loads(source.read_text()), written=False)
     fetched.write_text(json.dumps(nb, indent=1))
 
 

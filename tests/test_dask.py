@@ -42,7 +42,7 @@ STUDENTS = ["alice", "frank", "pat", "atk-forged-result", "atk-gradebook"]  # co
 
 def _start(command: list[str], log: Path, **env: str) -> subprocess.Popen:
     return subprocess.Popen(command, stdout=log.open("w"), stderr=subprocess.STDOUT, cwd=REPO,
-                            env={**os.environ, "PYTHONPATH": str(REPO), **env})
+                            env={**os.environ, "PYTHONPATH": str(REPO), **executors.QUIET_DASK, **env})
 
 
 def _stop(processes: list[subprocess.Popen]) -> None:
@@ -75,7 +75,7 @@ def cluster(tmp_path_factory):
                                "--no-dashboard"], logs / "scheduler.log"))
         worker = [*dask, "distributed.cli.dask_worker", address, "--nthreads", "1", "--no-dashboard",
                   "--host", "127.0.0.1"]
-        started.append(_start([*worker, "--nanny"], logs / "nanny.log", DASK_DISTRIBUTED__WORKER__DAEMON="False"))
+        started.append(_start([*worker, "--nanny"], logs / "nanny.log"))  # QUIET_DASK: a non-daemonic worker
         started.append(_start([*worker, "--no-nanny"], logs / "worker.log"))
         with distributed.Client(address, timeout=120) as client:
             client.wait_for_workers(2, timeout=180)
@@ -249,3 +249,9 @@ def test_files_are_unpacked_inside_the_course_only(tmp_path):
         with pytest.raises(ValueError, match="outside the course"):
             executors.unpack({rel: b"x"}, tmp_path / "a")
     assert not (tmp_path / "escape.txt").exists()
+
+
+def test_the_deployment_guide_gives_every_worker_setting_the_tests_and_benchmark_use():
+    guide = (REPO / "deploy" / "dask.md").read_text()
+    assert all(f"{name}={value}" in guide for name, value in executors.QUIET_DASK.items()), \
+        [name for name, value in executors.QUIET_DASK.items() if f"{name}={value}" not in guide]

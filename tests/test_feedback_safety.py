@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from autograder.feedback import MathBudget, sanitize_html
-from autograder.nbgrader_glue import cut_hidden_regions
+from autograder.notebook import cut_hidden_regions
 
 from autograder_support import (
     ASSIGNMENT,

@@ -24,8 +24,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder.course import Course, grade_id_exercise
+from autograder.course import Course
 from autograder.judge.session import UID_BASE
+from autograder.notebook import exercise_of
 
 from autograder_support import autograder, table
 
@@ -77,7 +78,7 @@ def points() -> dict[str, float]:
     for cell in source()["cells"]:
         meta = nbgrader(cell)
         if meta.get("grade") and not meta.get("solution"):
-            exercise = grade_id_exercise(meta["grade_id"])
+            exercise = exercise_of(meta["grade_id"])
             out[exercise] = out.get(exercise, 0) + float(meta.get("points", 0))
     return out
 

@@ -13,7 +13,6 @@ minutes ahead; the grading of A and B fills the wait before C submits.
 """
 from __future__ import annotations
 
-import copy
 import csv
 import json
 import os
@@ -39,8 +38,8 @@ from test_hub import (
 )
 
 from autograder.course import Course
-from autograder.regions import cell_regions
 
+from autograder_support import answered
 from browser import Chromium
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("hub")]
@@ -67,36 +66,6 @@ def cli(course: Path, *args: str) -> str:
     done = autograder("--course", str(course), *args)
     assert done.returncode == 0, f"autograder {' '.join(args)}:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
     return done.stdout
-
-
-def answered(fetched: dict, source: dict, share: float = 1.0) -> dict:
-    """The fetched notebook with the first ``share`` of its answer cells written as the source has
-    them: each stub nbgrader left in a code cell becomes the lines of the source's region, a
-    written answer (a markdown answer cell) the source's text."""
-    def grade_id(cell: dict) -> str:
-        return cell.get("metadata", {}).get("nbgrader", {}).get("grade_id", "")
-
-    def text(cell: dict) -> str:
-        return "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
-
-    model = {grade_id(c): c for c in source["cells"] if c.get("metadata", {}).get("nbgrader", {}).get("solution")}
-    nb = copy.deepcopy(fetched)
-    cells = [c for c in nb["cells"] if grade_id(c) in model]
-    for cell in cells[:round(len(cells) * share)]:
-        if cell["cell_type"] == "markdown":
-            cell["source"] = text(model[grade_id(cell)])
-            continue
-        lines, out, bodies = text(cell).split("\n"), [], iter(cell_regions(text(model[grade_id(cell)])))
-        k = 0
-        while k < len(lines):
-            if [line.strip() for line in lines[k:k + 2]] == ["# YOUR CODE HERE", "raise NotImplementedError()"]:
-                out += next(bodies).lines
-                k += 2
-            else:
-                out.append(lines[k])
-                k += 1
-        cell["source"] = "\n".join(out)
-    return nb
 
 
 def run_chapter(student: Browser) -> tuple[int, str, dict | None]:

@@ -178,28 +178,23 @@ def _binary_cases(rng):
 
 @graded("a01-add", f"{SOURCE}:add", points=2)
 def check_add(add, rng):
-    f = add
     for label, args in _binary_cases(rng):
-        _op_case(f, "add", label, args, lambda a, b: a + b, lambda a, b: (1.0, 1.0), rng)
+        _op_case(add, "add", label, args, lambda a, b: a + b, lambda a, b: (1.0, 1.0), rng)
 
 
 @graded("a01-mul", f"{SOURCE}:mul", points=2)
 def check_mul(mul, rng):
-    f = mul
-
     def hint(got, share, g, a, b):
         if math.isclose(got, a * g, rel_tol=1e-9):
             return "the inputs are swapped: d(ab)/da = b, so a's gradient is b.data * out.grad"
         return None
 
     for label, args in _binary_cases(rng):
-        _op_case(f, "mul", label, args, lambda a, b: a * b, lambda a, b: (b, a), rng, hint)
+        _op_case(mul, "mul", label, args, lambda a, b: a * b, lambda a, b: (b, a), rng, hint)
 
 
 @graded("a01-power", f"{SOURCE}:power", points=2)
 def check_power(power, rng):
-    f = power
-
     def hint(got, share, g, a, p):
         if p == 0:
             return ("with exponent 0, c = 1 is a constant: _backward must send no gradient, even at a = 0 "
@@ -236,7 +231,7 @@ def check_power(power, rng):
              ("0 at a = 0", 0, 0.0), ("a square root at a = 0", 0.5, 0.0), ("a square at a = 0", 2, 0.0)]
     for label, p, at in cases:
         x = float(rng.uniform(0.5, 2.0)) if at is None else at
-        _op_case(f, "power", f"exponent {label}", [x, ("num", p)], lambda a, q: a**q,
+        _op_case(power, "power", f"exponent {label}", [x, ("num", p)], lambda a, q: a**q,
                  lambda a, q: (slope(a, q), 0.0), rng, hint, raised_hint(p))
 
 
@@ -722,7 +717,6 @@ def _compare_leaves(label: str, build, data, failure: str) -> None:
 
 @graded("a01-run-backward", f"{GRAPH}:run_backward", points=5)
 def check_run_backward(run_backward, rng):
-    f = run_backward
     S, R = _T(), reference_engine()
     data = _leaf_data(rng, 3)
     _compare_leaves("a tree-shaped expression", _tree, data,
@@ -733,7 +727,7 @@ def check_run_backward(run_backward, rng):
                     "a tensor (add_grads(total, g)) instead of overwriting it")
     _check_seed(S, rng)
     _check_accumulation_and_retain_grad(S, data)
-    _check_several_roots(f, S, R, data)
+    _check_several_roots(run_backward, S, R, data)
     _check_owned_grads(S, data)
     _check_gradient_shapes(S)
     _check_freeing(S, data)
@@ -918,11 +912,10 @@ def _check_deep(S) -> None:
 # --------------------------------------------------------------------------------------------
 @graded("a01-no-grad", f"{GRAPH}:no_grad", regions=("__enter__", "__exit__"), points=2)
 def check_no_grad(no_grad, rng):
-    cls = no_grad
     S = _T()
     x = S.Tensor(rng.uniform(0.5, 1.5, size=3), requires_grad=True)
     label = "a no_grad block"
-    ctx = run(f"{label}: no_grad()", cls)
+    ctx = run(f"{label}: no_grad()", no_grad)
     run(f"{label}: entering it", _call, ctx, "__enter__")
     inside, y = S.is_grad_enabled(), x * 2.0
     result = run(f"{label}: leaving it", _call, ctx, "__exit__", None, None, None)
@@ -939,7 +932,7 @@ def check_no_grad(no_grad, rng):
                              "the block; return nothing")
 
     label = "two nested no_grad blocks"
-    outer, inner = run(f"{label}: no_grad()", cls), run(f"{label}: no_grad()", cls)
+    outer, inner = run(f"{label}: no_grad()", no_grad), run(f"{label}: no_grad()", no_grad)
     run(f"{label}: entering the outer block", _call, outer, "__enter__")
     run(f"{label}: entering the inner block", _call, inner, "__enter__")
     innermost, y = S.is_grad_enabled(), x * x
@@ -960,7 +953,7 @@ def check_no_grad(no_grad, rng):
 
     label = "a no_grad block entered while recording is already off"
     S.set_grad_enabled(False)
-    ctx = run(f"{label}: no_grad()", cls)
+    ctx = run(f"{label}: no_grad()", no_grad)
     run(f"{label}: entering it", _call, ctx, "__enter__")
     inside = S.is_grad_enabled()
     run(f"{label}: leaving it", _call, ctx, "__exit__", None, None, None)
@@ -975,7 +968,7 @@ def check_no_grad(no_grad, rng):
 
     label = "a no_grad block in which an exception is raised"
     # The given decorator runs the function inside `with no_grad():`; Tensor.item raises in it.
-    decorated = run(f"{label}: no_grad() as a decorator", lambda: cls()(S.Tensor(np.ones(2)).item),
+    decorated = run(f"{label}: no_grad() as a decorator", lambda: no_grad()(S.Tensor(np.ones(2)).item),
                     hint=lambda e: ("keep the given base class, class no_grad(GradMode): it makes @no_grad() work"
                                     if "not callable" in str(e) else None))
     error = _raised(decorated)

@@ -148,20 +148,16 @@ def binary_cases(rng, call, positive_y: bool = False) -> list[Case]:
 
 @graded("a02-add", "solutions.ops.elementwise:Add", regions=("backward",), points=2)
 def check_add(Add, rng):
-    cls = Add
-
     def hint(ctx):
         if ctx.matches(sum_to(np.ones_like(ctx.out), ctx.inputs[ctx.index].shape)):
             return f"the gradient of {ctx.name} ignores the upstream gradient: d(x + y)/d{ctx.name} = 1, times grad"
         return None
 
-    check_op(cls, "Add", binary_cases(rng, op("add")), rng, hint)
+    check_op(Add, "Add", binary_cases(rng, op("add")), rng, hint)
 
 
 @graded("a02-mul", "solutions.ops.elementwise:Mul", regions=("backward",), points=2)
 def check_mul(Mul, rng):
-    cls = Mul
-
     def hint(ctx):
         x, y = ctx.inputs
         own, other = (x, y) if ctx.index == 0 else (y, x)
@@ -173,7 +169,7 @@ def check_mul(Mul, rng):
             return f"the gradient of {ctx.name} ignores the upstream gradient: multiply by grad (the chain rule)"
         return None
 
-    check_op(cls, "Mul", binary_cases(rng, op("mul")), rng, hint)
+    check_op(Mul, "Mul", binary_cases(rng, op("mul")), rng, hint)
 
 
 @graded("a02-div", "solutions.ops.elementwise:Div", regions=("backward",), points=2)
@@ -252,21 +248,17 @@ def check_pow_scalar(PowScalar, rng):
 
 @graded("a02-exp", "solutions.ops.elementwise:Exp", regions=("backward",), points=2)
 def check_exp(Exp, rng):
-    cls = Exp
-
     def hint(ctx):
         (x,) = ctx.inputs
         if ctx.matches(ctx.g * x):
             return "exp'(x) = exp(x), which is the output: use self.output, not the input"
         return None
 
-    check_op(cls, "Exp", unary_cases(rng, op("exp")), rng, hint)
+    check_op(Exp, "Exp", unary_cases(rng, op("exp")), rng, hint)
 
 
 @graded("a02-log", "solutions.ops.elementwise:Log", regions=("backward",), points=2)
 def check_log(Log, rng):
-    cls = Log
-
     def hint(ctx):
         (x,) = ctx.inputs
         if ctx.matches(ctx.g * x):
@@ -275,13 +267,11 @@ def check_log(Log, rng):
             return "log'(x) = 1/x (the input, not its log)"
         return None
 
-    check_op(cls, "Log", unary_cases(rng, op("log"), 0.2, 3.0), rng, hint)
+    check_op(Log, "Log", unary_cases(rng, op("log"), 0.2, 3.0), rng, hint)
 
 
 @graded("a02-tanh", "solutions.ops.elementwise:Tanh", regions=("backward",), points=2)
 def check_tanh(Tanh, rng):
-    cls = Tanh
-
     def hint(ctx):
         (x,) = ctx.inputs
         if ctx.matches(ctx.g * (1 - x * x)):
@@ -290,13 +280,11 @@ def check_tanh(Tanh, rng):
             return "tanh'(x) = 1 - tanh(x)^2: the output is squared"
         return None
 
-    check_op(cls, "Tanh", unary_cases(rng, op("tanh")), rng, hint)
+    check_op(Tanh, "Tanh", unary_cases(rng, op("tanh")), rng, hint)
 
 
 @graded("a02-sigmoid", "solutions.ops.elementwise:Sigmoid", regions=("backward",), points=2)
 def check_sigmoid(Sigmoid, rng):
-    cls = Sigmoid
-
     def hint(ctx):
         (x,) = ctx.inputs
         s = 1 / (1 + np.exp(-x))
@@ -309,7 +297,7 @@ def check_sigmoid(Sigmoid, rng):
         return None
 
     extra = [("large inputs of both signs, float64", np.array([-30.0, -5.0, 5.0, 30.0]))]
-    check_op(cls, "Sigmoid", unary_cases(rng, op("sigmoid"), -4, 4, extra), rng, hint)
+    check_op(Sigmoid, "Sigmoid", unary_cases(rng, op("sigmoid"), -4, 4, extra), rng, hint)
 
 
 # --------------------------------------------------------------------------------------------
@@ -394,7 +382,6 @@ def check_transpose(Transpose, rng):
 
 @graded("a02-getitem", "solutions.ops.shape:GetItem", regions=("backward",), points=2)
 def check_getitem(GetItem, rng):
-    cls = GetItem
     specs = [((5, 3), (slice(1, 4),), "a slice"), ((5, 3), (2,), "an integer index"),
              ((6,), (np.array([0, 2, 2, 5, 2]),), "an index array that repeats an element"),
              ((4, 3), (np.array([1, 1, 3]), slice(None)), "repeated rows"),
@@ -419,7 +406,7 @@ def check_getitem(GetItem, rng):
                     "(scatter_add, np.add.at), do not assign them")
         return "the gradient must go back to the selected elements (scatter-add grad into zeros of x's shape)"
 
-    check_op(cls, "GetItem", cases, rng, hint)
+    check_op(GetItem, "GetItem", cases, rng, hint)
 
 
 # --------------------------------------------------------------------------------------------
@@ -535,8 +522,6 @@ def _axis_of(ctx: Context):
 
 @graded("a02-log-softmax", "solutions.ops.activation:LogSoftmax", regions=("backward",), points=2)
 def check_log_softmax(LogSoftmax, rng):
-    cls = LogSoftmax
-
     def hint(ctx):
         g = ctx.g
         axis = _axis_of(ctx)
@@ -555,4 +540,4 @@ def check_log_softmax(LogSoftmax, rng):
     cases = softmax_cases(rng, op("log_softmax"))
     for c in cases:
         c.label = c.label.replace("softmax over", "log_softmax over")
-    check_op(cls, "LogSoftmax", cases, rng, hint)
+    check_op(LogSoftmax, "LogSoftmax", cases, rng, hint)

@@ -495,14 +495,13 @@ def _check_load_state_dict(Module, rng):
                  "load_state_dict"),
         points=4)
 def check_module(Module, rng):
-    cls = Module
     with time_limit(TIME_LIMIT, _slow("Module")):
-        _check_setattr(cls, rng)
-        _check_named_modules(cls, rng)
-        _check_named_parameters(cls, rng)
-        _check_train(cls, rng)
-        _check_state_dict(cls, rng)
-        _check_load_state_dict(cls, rng)
+        _check_setattr(Module, rng)
+        _check_named_modules(Module, rng)
+        _check_named_parameters(Module, rng)
+        _check_train(Module, rng)
+        _check_state_dict(Module, rng)
+        _check_load_state_dict(Module, rng)
 
 
 # --------------------------------------------------------------------------------------------
@@ -541,7 +540,6 @@ def check_fan(fan_in_and_fan_out, rng):
 def check_kaiming_uniform(kaiming_uniform_, rng):
     from solutions.nn import init
     Tensor = student_engine().Tensor
-    f = kaiming_uniform_
     cases = [
         ("the defaults (a=0, fan_in, leaky_relu) on a (300, 400) weight", (300, 400), {}, np.float64),
         ("a=sqrt(5), Linear's default, on a (200, 500) weight", (200, 500), {"a": math.sqrt(5)}, np.float32),
@@ -553,7 +551,7 @@ def check_kaiming_uniform(kaiming_uniform_, rng):
             label = f"{label}, {_dtype_name(dtype)}"
             t = Tensor(np.zeros(shape, dtype=dtype))
             seed = int(rng.integers(1 << 30))
-            out = run(f"{label}: kaiming_uniform_", lambda: f(t, rng=_student_rng(seed), **kwargs))
+            out = run(f"{label}: kaiming_uniform_", lambda: kaiming_uniform_(t, rng=_student_rng(seed), **kwargs))
             if not same_object(out, t):
                 raise GradingFailure(f"{label}: fill the tensor in place and return it (return tensor), as "
                                      "torch.nn.init does")
@@ -571,7 +569,7 @@ def check_kaiming_uniform(kaiming_uniform_, rng):
                     and abs(float(np.var(w.astype(np.float64))) / (bound * bound / 3) - 1) < 0.05 \
                     and abs(float(np.mean(w))) < 0.02 * bound:
                 t2 = Tensor(np.zeros(shape, dtype=dtype))
-                run(f"{label}: kaiming_uniform_", lambda: f(t2, rng=_student_rng(seed), **kwargs))
+                run(f"{label}: kaiming_uniform_", lambda: kaiming_uniform_(t2, rng=_student_rng(seed), **kwargs))
                 if not np.array_equal(np.asarray(t2.data), w):
                     raise GradingFailure(f"{label}: draw from the generator `rng` you are given, so that a seeded "
                                          "model is the same model every time")
@@ -1470,7 +1468,6 @@ def _ids(batches, label):
 @graded("a05-dataloader", "solutions.data:DataLoader", regions=("__iter__",), points=2, title="DataLoader.__iter__")
 def check_dataloader(DataLoader, rng):
     TensorDataset = student_module("solutions.data").TensorDataset
-    cls = DataLoader
     with time_limit(TIME_LIMIT, _slow("DataLoader")):
         for n, batch, drop_last, plain in [(10, 4, False, False), (10, 4, True, False), (10, 5, True, False),
                                            (7, 3, False, True), (3, 8, False, False), (9, 2, True, True)]:
@@ -1478,7 +1475,8 @@ def check_dataloader(DataLoader, rng):
             label = f"{n} samples of {kind}, batch_size {batch}, drop_last={drop_last}, no shuffle"
             dataset = _list_dataset(n) if plain else TensorDataset(np.repeat(np.arange(n, dtype=float)[:, None], 3, 1),
                                                                  np.arange(n))
-            loader = run(f"{label}: DataLoader(...)", lambda: cls(dataset, batch_size=batch, drop_last=drop_last))
+            loader = run(f"{label}: DataLoader(...)",
+                         lambda: DataLoader(dataset, batch_size=batch, drop_last=drop_last))
             batches = _ids(run(f"{label}: iterating", lambda: list(loader)), label)
             full = [list(range(i, min(i + batch, n))) for i in range(0, n, batch)]
             want = [b for b in full if len(b) == batch] if drop_last else full
@@ -1502,7 +1500,7 @@ def check_dataloader(DataLoader, rng):
         n, batch = 23, 5
         dataset = TensorDataset(np.repeat(np.arange(n, dtype=float)[:, None], 3, 1), np.arange(n))
         label = f"{n} samples, batch_size {batch}, shuffle=True, seed 3, three epochs"
-        loader = run(f"{label}: DataLoader(...)", lambda: cls(dataset, batch_size=batch, shuffle=True, seed=3))
+        loader = run(f"{label}: DataLoader(...)", lambda: DataLoader(dataset, batch_size=batch, shuffle=True, seed=3))
         epochs = [_ids(run(f"{label}: iterating", lambda: list(loader)), label) for _ in range(3)]
         for batches in epochs:
             flat = sum(batches, [])
@@ -1518,7 +1516,7 @@ def check_dataloader(DataLoader, rng):
         if orders[0] == orders[1] == orders[2]:
             raise GradingFailure(f"{label}: every epoch has the same order: draw each epoch's permutation from "
                                  "self.rng (seeded once, in __init__), do not re-seed in __iter__")
-        twin = run(f"{label}: DataLoader(...)", lambda: cls(dataset, batch_size=batch, shuffle=True, seed=3))
+        twin = run(f"{label}: DataLoader(...)", lambda: DataLoader(dataset, batch_size=batch, shuffle=True, seed=3))
         twin_orders = [sum(_ids(run(f"{label}: iterating", lambda: list(twin)), label), []) for _ in range(3)]
         if twin_orders != orders:
             raise GradingFailure(f"{label}: two loaders with the same seed must give the same epochs: draw the "

@@ -215,7 +215,6 @@ def _masked_softmax_call(mask):
 @graded("a07-softmax-backward", "solutions.ops.attention:MaskedSoftmax", regions=("backward",), points=2,
         title="MaskedSoftmax.backward")
 def check_softmax_backward(MaskedSoftmax, rng):
-    cls = MaskedSoftmax
     cases = [Case(label, [x], _masked_softmax_call(mask), names=("x",), second_order=k in (0, 3))
              for k, (label, x, mask) in enumerate(_softmax_cases(rng)) if not label.startswith("large")]
 
@@ -237,7 +236,7 @@ def check_softmax_backward(MaskedSoftmax, rng):
         return "wrong gradient: the VJP of the softmax is s * (g - sum(g * s, axis=-1, keepdims=True))"
 
     with time_limit(TIME_LIMIT, _slow("MaskedSoftmax.backward")):
-        check_op(cls, "MaskedSoftmax", cases, rng, hint)
+        check_op(MaskedSoftmax, "MaskedSoftmax", cases, rng, hint)
 
 
 # --------------------------------------------------------------------------------------------
@@ -528,7 +527,6 @@ def check_split_heads(split_heads, rng):
 @graded("a07-merge-heads", "solutions.ops.attention:merge_heads", points=1)
 def check_merge_heads(merge_heads, rng):
     S = student_engine()
-    f = merge_heads
     cases = [("(N, H, T, D) = (2, 3, 5, 4)", (2, 3, 5, 4)), ("(N, H, T, D) = (1, 2, 4, 2)", (1, 2, 4, 2)),
              ("one head", (2, 1, 3, 4)), ("D = 1", (2, 4, 3, 1))]
     with time_limit(TIME_LIMIT, _slow("merge_heads")):
@@ -542,9 +540,9 @@ def check_merge_heads(merge_heads, rng):
                  "a reshape alone mixes tokens and heads: move the head axis next to D first (transpose to "
                  "(N, T, H, D)), then reshape"),
             ]
-            _reshuffle_check(label, "merge_heads", f, S, rng.standard_normal(shape),
+            _reshuffle_check(label, "merge_heads", merge_heads, S, rng.standard_normal(shape),
                              lambda E_, x: E_.ops.merge_heads(x), hints, rng)
-        if not isinstance(_raises(f, S.Tensor(np.ones((2, 3, 4)))), ValueError):
+        if not isinstance(_raises(merge_heads, S.Tensor(np.ones((2, 3, 4)))), ValueError):
             raise GradingFailure("a 3-D input: merge_heads must raise a ValueError naming the shape")
 
 

@@ -23,14 +23,11 @@ from pathlib import Path
 
 import nbformat
 
-from autograder.course import grade_id_exercise
+from autograder import notebook
 from autograder.judge import catalogue
-from autograder.judge.judge import HungCells, Verdict, code_cells, is_test_cell, judge
+from autograder.judge.judge import HungCells, Verdict, code_cells, judge
 from autograder.judge.restore import restore
 from autograder.judge.session import Sandbox
-
-FAILED = "Incorrect"        # the ename of the error output that carries a failed exercise's message
-MAX_MESSAGE = 2000          # characters of a judge message kept in the notebook
 
 
 def judged_exercises(cells) -> list[str]:
@@ -40,18 +37,12 @@ def judged_exercises(cells) -> list[str]:
     (a visible test is a part of what the hidden check checks, and runs nowhere)."""
     out: list[str] = []
     for cell in cells:
-        grade_id = ((cell.get("metadata") or {}).get("nbgrader") or {}).get("grade_id", "")
-        if is_test_cell(cell) and grade_id:
-            exercise = grade_id_exercise(grade_id)
+        grade_id = notebook.grade_id(cell)
+        if notebook.is_test(cell) and grade_id:
+            exercise = notebook.exercise_of(grade_id)
             if exercise not in out:
                 out.append(exercise)
     return out
-
-
-def _error_output(exercise: str, message: str):
-    message = f"{exercise}: {message}"
-    message = message if len(message) <= MAX_MESSAGE else message[: MAX_MESSAGE - 1] + "…"
-    return nbformat.v4.new_output("error", ename=FAILED, evalue=message, traceback=[f"{FAILED}: {message}"])
 
 
 class SkippedCells(HungCells):
@@ -82,7 +73,7 @@ def judge_with_skips(exercise: str, cells: list[tuple[str, str]], skipped: Skipp
         before = set(skipped.hung)
         verdict = judge(exercise, skipped.without(cells), hung=skipped, **kwargs)
         new = set(skipped.hung) - before
-        if attempt or not new or any(grade_id_exercise(label) == exercise for label, _ in new):
+        if attempt or not new or any(notebook.exercise_of(label) == exercise for label, _ in new):
             return verdict
     return verdict
 
@@ -100,16 +91,17 @@ def autograded(restored, verdicts: dict[str, Verdict], skipped: dict[str, str] |
         if cell.cell_type != "code":
             continue
         cell.outputs, cell.execution_count = [], None
-        meta = (cell.get("metadata") or {}).get("nbgrader") or {}
-        grade_id = meta.get("grade_id", "")
+        grade_id = notebook.grade_id(cell)
         label = grade_id or f"cell {index + 1}"  # as judge.code_cells labels it
-        if label in skipped and not meta.get("grade") and grade_id_exercise(label) not in verdicts:
+        if label in skipped and not notebook.nbgrader(cell).get("grade") and \
+                notebook.exercise_of(label) not in verdicts:
             cell.outputs = [_skip_output(skipped[label])]
-        if is_test_cell(cell) and grade_id:
-            exercise = grade_id_exercise(grade_id)
+        if notebook.is_test(cell) and grade_id:
+            exercise = notebook.exercise_of(grade_id)
             verdict = verdicts.get(exercise)
             if verdict is None or not verdict.passed:
-                cell.outputs = [_error_output(exercise, verdict.message if verdict else "this exercise was not judged")]
+                message = verdict.message if verdict else "this exercise was not judged"
+                cell.outputs = [notebook.failure_output(exercise, message)]
     return restored
 
 
@@ -130,12 +122,12 @@ def earlier_notebooks(source: Path, submitted: Path) -> list[tuple[str, list[dic
         if not (template_path.is_file() and path.is_file()):
             continue
         try:
-            student = nbformat.read(path, as_version=4)
+            student = notebook.read(path)
         except Exception:  # noqa: BLE001 (unreadable: as if not handed in)
             continue
-        restored, _ = restore(nbformat.read(template_path, as_version=4), student)
+        restored, _ = restore(notebook.read(template_path), student)
         cells = [{"cell_type": c.cell_type, "id": str(c.get("id", "")), "source": c.source,
-                  "metadata": {"nbgrader": dict((c.get("metadata") or {}).get("nbgrader") or {})}}
+                  "metadata": {"nbgrader": dict(notebook.nbgrader(c))}}
                  for c in restored.cells if c.cell_type == "code"]
         out.append((folder.name, cells))
     return out
@@ -153,9 +145,9 @@ def grade_submission(source: Path, submitted: Path, out: Path, *, sandbox: Sandb
         path = submitted / template_path.name
         if not path.is_file():
             continue  # not handed in: the parent scores it 0, as nbgrader does
-        template = nbformat.read(template_path, as_version=4)
+        template = notebook.read(template_path)
         try:
-            student = nbformat.read(path, as_version=4)
+            student = notebook.read(path)
         except Exception as error:  # noqa: BLE001 (anything that is not a notebook)
             reason = f"{path.name} could not be read as a notebook ({type(error).__name__})"
             result["unreadable"][template_path.stem] = reason
@@ -177,10 +169,7 @@ def grade_submission(source: Path, submitted: Path, out: Path, *, sandbox: Sandb
                                                       earlier=earlier)
             on_exercise(verdicts[exercise])
         result["notebooks"][template_path.stem] = {e: asdict(v) for e, v in verdicts.items()}
-        target = out / template_path.name
-        tmp = target.with_suffix(".tmp")
-        nbformat.write(autograded(restored, verdicts, skipped.messages()), tmp)
-        os.replace(tmp, target)
+        notebook.write(autograded(restored, verdicts, skipped.messages()), out / template_path.name)
     result["seconds"] = time.monotonic() - started
     return result
 

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from autograder.course import grade_id_exercise
+from autograder import notebook
 from autograder.judge import catalogue
 from autograder.judge.catalogue import GradingFailure, Spec
 from autograder.judge.sealed import Oracle
@@ -101,12 +101,6 @@ def transform(source: str) -> str:
         return source
 
 
-def is_test_cell(cell) -> bool:
-    """An nbgrader "autograder tests" cell: a code cell with ``grade`` and without ``solution``."""
-    meta = (cell.get("metadata") or {}).get("nbgrader") or {}
-    return cell.get("cell_type") == "code" and bool(meta.get("grade")) and not meta.get("solution")
-
-
 def code_cells(cells: list[dict], exercise: str) -> list[tuple[str, str]]:
     """(label, source) of the code cells above ``exercise``'s first test cell, test cells left out.
 
@@ -115,14 +109,12 @@ def code_cells(cells: list[dict], exercise: str) -> list[tuple[str, str]]:
     """
     out = []
     for index, cell in enumerate(cells):
-        grade_id = ((cell.get("metadata") or {}).get("nbgrader") or {}).get("grade_id", "")
-        if is_test_cell(cell) and grade_id_exercise(grade_id) == exercise:
+        grade_id = notebook.grade_id(cell)
+        if notebook.is_test(cell) and notebook.exercise_of(grade_id) == exercise:
             break
-        if cell.get("cell_type") != "code" or is_test_cell(cell):
+        if cell.get("cell_type") != "code" or notebook.is_test(cell):
             continue
-        source = cell.get("source", "")
-        source = "".join(source) if isinstance(source, list) else str(source)
-        out.append((grade_id or f"cell {index + 1}", transform(source)))
+        out.append((grade_id or f"cell {index + 1}", transform(notebook.text(cell.get("source", "")))))
     return out
 
 
@@ -305,5 +297,5 @@ def _undefined(name: str, exercise_id: str, cells: list[dict]) -> str:
     return f"{name} is not defined: write it in the exercise cell ({exercise_id}) and run it"
 
 
-__all__ = ["Verdict", "judge", "code_cells", "current", "judged", "student_module", "transform", "is_test_cell",
+__all__ = ["Verdict", "judge", "code_cells", "current", "judged", "student_module", "transform",
            "first_line"]

@@ -35,13 +35,11 @@ from typing import Any
 import nbformat
 from nbformat import NotebookNode
 
+from autograder import notebook
+
 FIXED, ANSWER = "fixed", "answer"
 # nbgrader's defaults (ClearSolutions.code_stub["python"], text_stub and the region delimiters,
 # matched anywhere in a line as nbgrader does): the course config does not change them.
-CODE_STUB = "# YOUR CODE HERE\nraise NotImplementedError()"
-TEXT_STUB = "YOUR ANSWER HERE"
-BEGIN_SOLUTION, END_SOLUTION = "BEGIN SOLUTION", "END SOLUTION"
-BEGIN_HIDDEN, END_HIDDEN = "BEGIN HIDDEN TESTS", "END HIDDEN TESTS"
 FLAGS = ("grade", "solution", "locked", "task")
 CELL_ID = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")  # nbformat 4.5's pattern for cell ids
 
@@ -133,18 +131,10 @@ def _cells(nb: Any) -> list:
     return [c for c in cells if isinstance(c, dict)] if isinstance(cells, list) else []
 
 
-def _text(source: Any) -> str:
-    if isinstance(source, str):
-        return source
-    if isinstance(source, list):  # nbformat's raw JSON allows a list of lines
-        return "".join(s if isinstance(s, str) else str(s) for s in source)
-    return "" if source is None else str(source)
-
-
 def _normalised(cell: dict) -> NotebookNode:
     """A deep copy of ``cell`` that nbformat's schema accepts: string source, dict metadata, a known type."""
     cell = copy.deepcopy(dict(cell))
-    cell["source"] = _text(cell.get("source"))
+    cell["source"] = notebook.text(cell.get("source"))
     if not isinstance(cell.get("metadata"), dict):
         cell["metadata"] = {}
     if cell.get("cell_type") not in ("code", "markdown", "raw"):
@@ -169,13 +159,13 @@ def _as_type(cell: NotebookNode, cell_type: str) -> NotebookNode:
 
 
 def _nbgrader(cell: NotebookNode) -> dict | None:
-    """The cell's nbgrader metadata when it is a dict naming a string grade_id."""
-    meta = cell.metadata.get("nbgrader")
-    return meta if isinstance(meta, dict) and isinstance(meta.get("grade_id"), str) else None
+    """The cell's nbgrader metadata when it names a grade_id (the cells nbgrader grades or locks)."""
+    meta = notebook.nbgrader(cell)
+    return meta if isinstance(meta.get("grade_id"), str) else None
 
 
 def _has_nbgrader(cell: NotebookNode) -> bool:
-    return cell.metadata.get("nbgrader") not in (None, {})
+    return cell.metadata.get("nbgrader") not in (None, {})  # any value: even one of the wrong type is removed
 
 
 def _grade_id(cell: NotebookNode) -> str | None:
@@ -192,7 +182,7 @@ def _kind(meta: dict) -> str | None:
 
 
 def _label(tcell: NotebookNode, kind: str) -> str:
-    meta = tcell.metadata["nbgrader"]
+    meta = notebook.nbgrader(tcell)
     if kind == ANSWER:
         return "answer cell"
     return "test cell" if meta.get("grade") else "task cell" if meta.get("task") else "read-only cell"
@@ -202,14 +192,14 @@ def _label(tcell: NotebookNode, kind: str) -> str:
 
 def _rebuild(tcell: NotebookNode, kind: str, cell: NotebookNode | None) -> tuple[NotebookNode, list[str]]:
     """Template cell ``tcell`` as it goes into the output, given the student's copy ``cell`` (None: missing)."""
-    gid = tcell.metadata["nbgrader"]["grade_id"]
+    gid = notebook.grade_id(tcell)
     what = _label(tcell, kind)
     if kind == FIXED or cell is None:
         restored = _as_type(copy.deepcopy(tcell), tcell.cell_type)
         if restored.cell_type == "code":
             restored.outputs, restored.execution_count = [], None
         if kind == ANSWER:
-            restored.source = _stub(tcell)
+            restored.source = notebook.released(tcell)  # the stub, as nbgrader releases the cell
     else:
         restored = _as_type(copy.deepcopy(cell), tcell.cell_type)
         restored.metadata["nbgrader"] = copy.deepcopy(tcell.metadata["nbgrader"])
@@ -218,12 +208,12 @@ def _rebuild(tcell: NotebookNode, kind: str, cell: NotebookNode | None) -> tuple
 
     notes = []
     # the released copy of a test cell lacks its hidden tests: that is not an edit
-    as_given = {tcell.source.strip(), _without_hidden_tests(tcell.source).strip()}
+    as_given = {tcell.source.strip(), notebook.released(tcell).strip()}
     if cell.cell_type != tcell.cell_type:
         notes.append(f"restored the type of {what} {gid} to {tcell.cell_type} (was {cell.cell_type})")
     elif kind == FIXED and cell.source.strip() not in as_given:
         notes.append(f"restored the source of {what} {gid} (edited)")
-    theirs, ours = cell.metadata["nbgrader"], tcell.metadata["nbgrader"]
+    theirs, ours = notebook.nbgrader(cell), notebook.nbgrader(tcell)
     if "points" in ours and not _same_points(theirs.get("points"), ours["points"]):
         notes.append(f"reset points of {gid} to {_number(ours['points'])}")
     for flag in FLAGS:
@@ -246,36 +236,6 @@ def _number(value: Any) -> str:
 def _plain(cell: NotebookNode) -> NotebookNode:
     cell.metadata.pop("nbgrader", None)
     return cell
-
-
-def _stub(tcell: NotebookNode) -> str:
-    """What nbgrader's ClearSolutions releases for an answer cell: each solution region replaced by
-    the stub at the region's indentation, or the whole cell when it has no region."""
-    stub = CODE_STUB if tcell.cell_type == "code" else TEXT_STUB
-    lines, inside, replaced = [], False, False
-    for line in tcell.source.split("\n"):
-        if BEGIN_SOLUTION in line:
-            indent = line[:len(line) - len(line.lstrip())]
-            lines += [indent + s for s in stub.split("\n")]
-            inside = replaced = True
-        elif END_SOLUTION in line:
-            inside = False
-        elif not inside:
-            lines.append(line)
-    return "\n".join(lines) if replaced else stub
-
-
-def _without_hidden_tests(source: str) -> str:
-    """The source as released: nbgrader's ClearHiddenTests drops each hidden region with its markers."""
-    lines, inside = [], False
-    for line in source.split("\n"):
-        if BEGIN_HIDDEN in line:
-            inside = True
-        elif END_HIDDEN in line:
-            inside = False
-        elif not inside:
-            lines.append(line)
-    return "\n".join(lines)
 
 
 # -- order ---------------------------------------------------------------------------------------

@@ -8,7 +8,8 @@ One module per assignment, named after the assignment's folder, ``autograder/mut
     MUTANTS = [
         Mutant(
             id="forgot-unbroadcast",                 # unique in the file; letters, digits, . _ -
-            exercise="a02-mul",             # grade_id of the exercise's solution cell
+            expect="unbroadcast",                    # a phrase the student's message must contain
+            exercise="a02-mul",                      # grade_id of the exercise's solution cell
             find="unbroadcast(grad * y, x.shape)",   # text inside that cell's solution region ...
             replace="grad * y",                      # ... and what the buggy student wrote instead
             why="the gradient keeps the broadcast shape instead of the input's shape",
@@ -32,8 +33,9 @@ in another legitimate style** (a loop instead of a vectorized expression, ``np.a
 slices, an int where a float works, a view instead of a copy...). They are to fairness what the
 mutants are to strength: ``check`` fails an alternative that loses any point.
 
-And ``EXPECTED``, a dict mutant id -> a phrase: the message the student gets for that mutant must
-contain it (it names the kind of mistake); ``check`` fails a mutant whose message does not.
+A mutant's ``expect`` is a phrase the message the student gets for it must contain (it names the
+kind of mistake); ``check`` fails a mutant whose message does not. A catalogue gives every mutant
+one, or none of them (then only that each is caught is checked).
 
 Where catalogues are found: ``$AUTOGRADER_MUTANTS`` (``os.pathsep``-separated folders, first
 match wins; the autograder's own tests use it for the toy course), then this package.
@@ -58,6 +60,7 @@ class Mutant:
     find: str
     replace: str
     why: str = ""
+    expect: str = ""   # a mutant's: a phrase its message must contain (empty for an alternative)
 
 
 def catalogue_path(assignment: str) -> Path | None:
@@ -78,21 +81,6 @@ def load_alternatives(assignment: str) -> list[Mutant]:
     return _load(assignment, "ALTERNATIVES")
 
 
-def load_expected(assignment: str) -> dict[str, str] | None:
-    """The catalogue's ``EXPECTED``: mutant id -> a phrase its message must contain (None: no such dict)."""
-    path = catalogue_path(assignment)
-    if path is None:
-        return None
-    spec = importlib.util.spec_from_file_location(f"autograder_mutants_{assignment}_expected", path)
-    assert spec is not None and spec.loader is not None, path
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    expected = getattr(module, "EXPECTED", None)
-    if expected is not None and not (isinstance(expected, dict) and all(isinstance(v, str) for v in expected.values())):
-        raise CourseError(f"{path}: EXPECTED must map mutant ids to phrases")
-    return expected
-
-
 def _load(assignment: str, name: str) -> list[Mutant]:
     path = catalogue_path(assignment)
     if path is None:
@@ -111,4 +99,9 @@ def _load(assignment: str, name: str) -> list[Mutant]:
         if not m.find or m.find == m.replace:
             raise CourseError(f"{path}: mutant '{m.id}': find must be non-empty and differ from replace")
         seen.add(m.id)
+    if name == "MUTANTS" and any(m.expect for m in mutants):
+        unnamed = [m.id for m in mutants if not m.expect]
+        if unnamed:
+            raise CourseError(f"{path}: mutant '{unnamed[0]}' has no expect phrase (every mutant of the file needs "
+                              "one: the kind of mistake its message must name)")
     return mutants

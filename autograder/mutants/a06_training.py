@@ -2,40 +2,30 @@
 from autograder.mutants import Mutant
 
 MUTANTS = [
-    Mutant(id="no-zero-grad", exercise="a06-train-step",
+    Mutant(id="no-zero-grad", expect="call optimizer.zero_grad() before loss.backward()", exercise="a06-train-step",
            find="    optimizer.zero_grad()\n", replace="",
            why="gradients of every earlier step accumulate into each update"),
-    Mutant(id="zero-grad-after-backward", exercise="a06-train-step",
+    Mutant(id="zero-grad-after-backward", expect="did not change", exercise="a06-train-step",
            find="    optimizer.zero_grad()\n    loss.backward()\n",
            replace="    loss.backward()\n    optimizer.zero_grad()\n",
            why="the gradients are wiped before the step uses them: nothing trains"),
-    Mutant(id="step-before-backward", exercise="a06-train-step",
+    Mutant(id="step-before-backward", expect="the order is zero_grad, backward, step", exercise="a06-train-step",
            find="    loss.backward()\n    optimizer.step()\n", replace="    optimizer.step()\n    loss.backward()\n",
            why="each update uses no gradient (the first step) or the previous batch's"),
-    Mutant(id="backward-twice", exercise="a06-train-step",
+    Mutant(id="backward-twice", expect="2 times what one backward pass gives", exercise="a06-train-step",
            find="    loss.backward()\n", replace="    loss.backward(retain_graph=True)\n    loss.backward()\n",
            why="the second backward adds the batch's gradient again: every update is twice too large"),
-    Mutant(id="no-step", exercise="a06-train-step",
+    Mutant(id="no-step", expect="did not change", exercise="a06-train-step",
            find="    optimizer.step()\n", replace="",
            why="the parameters never change"),
-    Mutant(id="returns-loss-only", exercise="a06-train-step",
+    Mutant(id="returns-loss-only", expect="(loss, logits)", exercise="a06-train-step",
            find="return loss, logits", replace="return loss",
            why="the training loop unpacks (loss, logits)"),
-    Mutant(id="logits-after-the-step", exercise="a06-train-step",
+    Mutant(id="logits-after-the-step", expect="not model(x) before the update", exercise="a06-train-step",
            find="return loss, logits", replace="return loss, model(x)",
            why="the returned logits come from a second forward pass, after the update"),
 ]
 
-# A phrase of the message each mutant must get (tests/test_exercises.py).
-EXPECTED = {
-    "no-zero-grad": "call optimizer.zero_grad() before loss.backward()",
-    "zero-grad-after-backward": "did not change",
-    "step-before-backward": "the order is zero_grad, backward, step",
-    "backward-twice": "2 times what one backward pass gives",
-    "no-step": "did not change",
-    "returns-loss-only": "(loss, logits)",
-    "logits-after-the-step": "not model(x) before the update",
-}
 
 # Correct answers in other legitimate styles: each must keep full marks (tests/test_exercises.py).
 ALTERNATIVES = [

@@ -95,24 +95,23 @@ def _points(points: float) -> str:
 def exercise_lines(assignment: str) -> list[str]:
     """One markdown line per graded exercise of an assignment, in the notebook's order: what the
     chapter's "Assignment" section lists (generated, so it always says what the notebook has)."""
-    from autograder.course import grade_id_exercise
+    from autograder import notebook
     from autograder.judge import catalogue
 
-    notebook = ROOT / "assignments" / "source" / assignment / f"{assignment}.ipynb"
-    nb = nbformat.read(notebook, as_version=4)
+    nb = notebook.read(ROOT / "assignments" / "source" / assignment / f"{assignment}.ipynb")
     by_id = {s.id: s for s in catalogue.assignment(assignment)}
     lines, seen = [], set()
     for cell in nb.cells:
-        meta = (cell.get("metadata") or {}).get("nbgrader") or {}
+        meta = notebook.nbgrader(cell)
         grade_id = meta.get("grade_id", "")
         if not meta.get("grade") or not grade_id or re.search(r"-visible(-\d+)?$", grade_id):
             continue
         points = meta.get("points", 0)
         if grade_id.endswith("-written"):
-            question = grade_id_exercise(grade_id)
+            question = notebook.exercise_of(grade_id)
             lines.append(f"- a written answer, `{question}` ({_points(points)}, graded by hand)")
             continue
-        exercise = grade_id_exercise(grade_id)
+        exercise = notebook.exercise_of(grade_id)
         if exercise in seen:
             continue
         seen.add(exercise)
@@ -172,8 +171,9 @@ def _write_notebooks(app, exception) -> None:
         return
     out = Path(app.outdir) / DOWNLOADS
     out.mkdir(parents=True, exist_ok=True)
+    from autograder import notebook
     for doc in _chapters(app):
-        nbformat.write(chapter_notebook(ROOT / f"{doc}.md"), out / f"{Path(doc).name}.ipynb")
+        notebook.write(chapter_notebook(ROOT / f"{doc}.md"), out / f"{Path(doc).name}.ipynb")
 
 
 def setup(app):
