@@ -13,8 +13,9 @@ default the SQLite ``gradebook.db`` of the course).
 
 Who runs what:
 
-* instructor commands (the grader's own process): ``cli``, ``release``, ``collect``, ``grade``,
-  ``feedback``, ``report``, ``selfcheck``, ``demo``;
+* instructor commands (the grader's own process): ``cli``, ``release``, ``collect``, ``grade``
+  (with ``grade_workers``, ``grade_record`` and ``grade_executors``), ``feedback``, ``report``,
+  ``selfcheck``, ``demo``;
 * the course model: ``course`` (folders, gradebook) and ``notebook`` (cells, their nbgrader
   metadata, solution and hidden-test regions, the judge's message on a test cell);
 * the trusted judge (grading workers; never runs student code): ``judge/`` (``worker``: one

@@ -97,7 +97,8 @@ def cmd_collect(course: Course, args) -> int:
 
 
 def cmd_grade(course: Course, args) -> int:
-    from .grade import Limits, grade
+    from .grade import grade
+    from .grade_workers import Limits
 
     limits = Limits(cell_timeout=args.cell_timeout, notebook_timeout=args.notebook_timeout,
                     memory_mb=args.memory_mb or None)

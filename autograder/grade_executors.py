@@ -34,20 +34,18 @@ from typing import Any, Protocol
 
 from . import notebook
 from .course import Course, CourseError
-from .grade import (
+from .grade import StopRequest, exercise_budget, wall_limit
+from .grade_workers import (
     Finished,
     Job,
     Limits,
     Run,
-    StopRequest,
     _workers,
-    exercise_budget,
     failure_reason,
     reap,
     scratch_dir,
     start_worker,
     timed_out,
-    wall_limit,
 )
 
 REMOTE_PREFIX = "autograder-dask-"
@@ -145,7 +143,7 @@ class LocalExecutor:
                         scratch=job.scratch)
 
     def close(self) -> None:
-        from .grade import kill_tree
+        from .grade_workers import kill_tree
         for job in self.running:
             if job.process is not None:
                 kill_tree(job.process)

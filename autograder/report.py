@@ -31,7 +31,7 @@ from nbgrader.api import MissingEntry  # noqa: E402
 
 from . import notebook as nbfile  # noqa: E402
 from .course import Course, CourseError  # noqa: E402
-from .grade import Ledger  # noqa: E402
+from .grade_record import Ledger  # noqa: E402
 from .lms import LMS_NAMES, Grade, load_roster, write_canvas, write_moodle  # noqa: E402
 
 

@@ -23,7 +23,9 @@ from pathlib import Path
 
 from . import notebook
 from .course import Course, CourseError
-from .grade import Limits, Outcome, grade, scratch_dir
+from .grade import grade
+from .grade_record import Outcome
+from .grade_workers import Limits, scratch_dir
 from .judge import catalogue
 from .mutants import Mutant, load_alternatives, load_mutants
 from .release import add_release_files

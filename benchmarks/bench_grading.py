@@ -45,7 +45,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from autograder.course import Course  # noqa: E402
-from autograder.grade import Limits, grade  # noqa: E402
+from autograder.grade import grade  # noqa: E402
+from autograder.grade_workers import Limits  # noqa: E402
 from autograder.release import add_release_files  # noqa: E402
 
 TIMESTAMP = "2026-01-01 00:00:00.000000 UTC"
@@ -184,7 +185,7 @@ def stop_cluster(processes: list) -> None:
 
 def compare_dask(source_course: Path, assignment: str, n: int, capstone_seconds: float) -> None:
     """Local --jobs 2, then loopback Dask, on n copies; then the cluster model from the Dask block's parts."""
-    import autograder.grade as grading
+    import autograder.grade_record as grading
     from autograder.grade_executors import pack
     print("method: each block grades n fresh copies from scratch after a warm-up of two copies of its own; "
           "local block first, Dask block second (not interleaved); wall time of grade() only")

@@ -15,8 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from autograder import grade as grading
-from autograder.grade import Ledger, Limits, grade
+from autograder import grade_record, grade_workers
+from autograder.grade import grade
+from autograder.grade_record import Ledger
+from autograder.grade_workers import Limits
 
 from autograder_support import (
     ASSIGNMENT,
@@ -183,7 +185,7 @@ def test_resume_after_ctrl_c_and_kill_9_loses_and_duplicates_nothing(course, tmp
     done = {p.stem for p in markers.glob("*.json")}
     assert after_ctrl_c < done < set(students)
     stamps = {s: course.autograded_dir(s, ASSIGNMENT).stat().st_mtime_ns for s in done}
-    orphaned_runs = [run for run in Path(tempfile.gettempdir()).glob(f"{grading.RUN_PREFIX}*")
+    orphaned_runs = [run for run in Path(tempfile.gettempdir()).glob(f"{grade_workers.RUN_PREFIX}*")
                      if (run / "owner.pid").read_text() == str(grader.pid)]
     assert orphaned_runs  # kill -9 leaves its scratch area behind ...
 
@@ -203,14 +205,14 @@ def test_resume_after_ctrl_c_and_kill_9_loses_and_duplicates_nothing(course, tmp
 def test_a_crash_between_the_gradebook_write_and_the_files_regrades_once(course, monkeypatch):
     for student in ("alice", "bob"):
         submit(course, student, source_notebook())
-    install = grading._install
+    install = grade_record._install
 
     def power_cut(src, dest, keep):
         if dest.parent.name == "bob":
             raise RuntimeError("power cut")
         install(src, dest, keep)
 
-    monkeypatch.setattr(grading, "_install", power_cut)
+    monkeypatch.setattr(grade_record, "_install", power_cut)
     with pytest.raises(RuntimeError, match="power cut"):
         grade(course, ASSIGNMENT, progress=False)
     ledger = Ledger(course, ASSIGNMENT)
@@ -218,7 +220,7 @@ def test_a_crash_between_the_gradebook_write_and_the_files_regrades_once(course,
         gb.find_submission(ASSIGNMENT, "bob")  # the grades were written ...
         assert ledger.is_done(gb, "alice") and not ledger.is_done(gb, "bob")  # ... but bob is not done
 
-    monkeypatch.setattr(grading, "_install", install)
+    monkeypatch.setattr(grade_record, "_install", install)
     outcomes = {o.student: o for o in grade(course, ASSIGNMENT, jobs=2, progress=False)}
     assert (outcomes["alice"].status, outcomes["bob"].status) == ("already graded", "graded")
     assert outcomes["bob"].score == 6

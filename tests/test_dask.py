@@ -27,7 +27,7 @@ import pytest
 
 from autograder import grade_executors as executors
 from autograder.course import Course, CourseError
-from autograder.grade import Ledger
+from autograder.grade_record import Ledger
 
 from autograder_support import autograder, table
 
