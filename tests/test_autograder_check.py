@@ -71,13 +71,21 @@ def test_check_reports_caught_leaking_and_uncaught_mutants(tmp_path, monkeypatch
     assert "mutant 'twice' of a00_toy: `find` occurs 2 times" in capsys.readouterr().err
 
 
-def test_a_caught_mutant_must_be_told_its_mistake():
-    from autograder.mutants import Mutant
+def test_a_caught_mutant_must_be_told_its_mistake(tmp_path, monkeypatch):
+    from autograder.course import CourseError
+    from autograder.mutants import Mutant, load_mutants
     from autograder.selfcheck import Verdict, _names_the_mistake
 
     caught = Verdict("m", "a02-mul", "a02-mul-hidden", "2", True, "caught")
-    mutant = Mutant(id="m", exercise="a02-mul", find="x", replace="y")
-    assert _names_the_mistake(caught, mutant, "unbroadcast", "a02-mul: sum it back with unbroadcast").ok
-    vague = _names_the_mistake(caught, mutant, "unbroadcast", "a02-mul: wrong values")
+    mutant = Mutant(id="m", exercise="a02-mul", find="x", replace="y", expect="unbroadcast")
+    assert _names_the_mistake(caught, mutant, "a02-mul: sum it back with unbroadcast").ok
+    vague = _names_the_mistake(caught, mutant, "a02-mul: wrong values")
     assert not vague.ok and "does not name the mistake" in vague.verdict
-    assert not _names_the_mistake(caught, mutant, None, "a02-mul: anything").ok
+    # a catalogue that names one mutant's mistake names every one's
+    (tmp_path / "a09_toy.py").write_text(
+        "from autograder.mutants import Mutant\n"
+        "MUTANTS = [Mutant(id='named', expect='unbroadcast', exercise='a09-x', find='a', replace='b'),\n"
+        "           Mutant(id='unnamed', exercise='a09-x', find='a', replace='c')]\n")
+    monkeypatch.setenv("AUTOGRADER_MUTANTS", str(tmp_path))
+    with pytest.raises(CourseError, match="mutant 'unnamed' has no expect phrase"):
+        load_mutants("a09_toy")

@@ -115,5 +115,5 @@ def _grade_a_hostile_submission_in_the_installed_tools(tmp_path: Path, bin_dir: 
     graded = json.loads((course / "autograded" / "mallory" / "a02_broadcasting" / "a02_broadcasting.ipynb").read_text())
     graded = json.dumps([c.get("outputs", []) for c in graded["cells"]])
     assert "your code raised ValueError: nothing found" in graded  # the steal ran, and found nothing
-    for secret in ("@graded(", "check_mul", "prepare(Mul", "grad / y", "y * y"):
+    for secret in ("@graded(", "check_mul", "check_op(Mul", "grad / y", "y * y"):
         assert secret not in graded, secret

@@ -26,14 +26,19 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from autograder.judge.catalogue import GradingFailure, Spec, graded
-from autograder.judge.judge import current, first_line, judged, student_module
-from autograder.judge.session import Proxy, SandboxTimeout, StudentError
-
-# A catalogue module imports what it needs from here alone: declaring (graded), failing
-# (GradingFailure), reaching the sandbox (current, student_module, Proxy) and its own spec (judged).
-__all__ = ["GradingFailure", "Proxy", "SandboxTimeout", "Spec", "StudentError", "current", "first_line", "graded",
-           "judged", "student_module"]
+# A catalogue module imports what it needs from here alone, these re-exports included: declaring
+# (graded), failing (GradingFailure), reaching the sandbox (current, student_module, Proxy) and its
+# own spec (judged).
+from autograder.judge.catalogue import GradingFailure as GradingFailure
+from autograder.judge.catalogue import Spec as Spec
+from autograder.judge.catalogue import graded as graded
+from autograder.judge.judge import current as current
+from autograder.judge.judge import first_line as first_line
+from autograder.judge.judge import judged as judged
+from autograder.judge.judge import student_module as student_module
+from autograder.judge.session import Proxy as Proxy
+from autograder.judge.session import SandboxTimeout as SandboxTimeout
+from autograder.judge.session import StudentError as StudentError
 
 
 def student_engine():
