@@ -33,8 +33,9 @@ demo: install bubblewrap
 	rm -rf _build/grading-demo
 	$(PY) -m autograder demo a02_broadcasting --out _build/grading-demo
 
+# --durations: the slowest tests, printed at the end of every run (where the suite's time goes).
 test: install chromium postgresql bubblewrap
-	$(PY) -m pytest -q -n 2 --dist loadgroup
+	$(PY) -m pytest -q -n 2 --dist loadgroup --durations=30
 
 # The contributor's loop: lint, then every test not marked slow (no book build, browser, training or
 # nbgrader end-to-end run); about a minute on 2 cores. `make test` is still what CI runs.

@@ -9,7 +9,7 @@ c.CourseDirectory.course_id = "autograd-course"
 # Wall-clock budget of one exercise while grading (`autograder grade --cell-timeout` overrides it):
 # the student's cells above its tests and the hidden check together, in the exercise's sandbox.
 # Grading does not run nbgrader's autograde (no student code runs in the grader: see
-# autograder/grade.py), so nbgrader's own execution settings (IgnorePattern, OverwriteCells) do
+# autograder/commands/grade.py), so nbgrader's own execution settings (IgnorePattern, OverwriteCells) do
 # not apply; only this value is read.
 c.Execute.timeout = 60
 

@@ -11,20 +11,27 @@
 Global options: ``--course DIR`` (default ``assignments/``), ``--db URL`` (any SQLAlchemy URL;
 default the SQLite ``gradebook.db`` of the course).
 
-Who runs what:
+Who runs what, a folder each:
 
-* instructor commands (the grader's own process): ``cli``, ``release``, ``collect``, ``grade``
-  (with ``grade_workers``, ``grade_record`` and ``grade_executors``), ``feedback``, ``report``,
-  ``selfcheck``, ``demo``;
-* the course model: ``course`` (folders, gradebook) and ``notebook`` (cells, their nbgrader
-  metadata, solution and hidden-test regions, the judge's message on a test cell);
-* the trusted judge (grading workers; never runs student code): ``judge/`` (``worker``: one
-  student, ``grading``: a whole submission, ``restore``: its structure from the source notebook,
-  ``judge``: one exercise, ``session``: the sandbox and its channel, ``catalogue``: every
-  exercise's spec and check, found by id, ``checks``: what checks are built from), and
-  ``exercises/`` (the checks);
-* inside the sandbox, beside student code: ``sandbox/`` only (standard library and NumPy);
-* authoring tools: ``sync``, ``kit``, ``regions``, ``mutants/``.
+* ``cli.py`` and ``commands/``: the instructor's commands, in the grader's own process
+  (``release``, ``collect``, ``grade``, ``feedback``, ``report``, ``demo``);
+* ``grading/``: what ``grade`` runs beneath it (``executors``: this machine or a Dask cluster,
+  ``workers``: one per student, ``record``: the ledger and the gradebook writes);
+* ``course/``: the course model (``Course``: folders and gradebook; ``notebook``: cells, their
+  nbgrader metadata, solution and hidden-test regions, the judge's message on a test cell;
+  ``regions``, ``nbgrader_glue``, ``lms``);
+* ``judge/``: the trusted judge, in the grading workers, never running student code (``worker``:
+  one student, ``submission``: a whole submission, ``restore``: its structure from the source
+  notebook, ``judge``: one exercise, ``session``: the sandbox, its channel and the proxies,
+  ``sealed``: the other exercises' references, ``catalogue``: every exercise's spec and check,
+  found by id, ``checks``: what checks are built from);
+* ``exercises/`` and ``mutants/``: the catalogue of checks (one module per assignment) and of
+  mutants and alternatives;
+* ``sandbox/``: inside the sandbox, beside student code (standard library and NumPy only);
+* ``kit/``: the students' ``coursekit/``, built from ``solutions/``; ``kit/shipped/`` holds the
+  files it ships as they are (its ``__init__`` and its answer loader), which run beside student
+  code and import nothing of the grader;
+* ``authoring/``: for whoever writes the course (``sync``, ``selfcheck`` = ``autograder check``).
 
 
 Conventions for assignment writers
@@ -35,7 +42,8 @@ Files::
     assignments/nbgrader_config.py                 course configuration (owned by the tools)
     assignments/source/aNN_name/aNN_name.ipynb     source notebook: solutions and hidden tests in
     assignments/source/aNN_name/<helper files>     released with the notebook (.py, data); no solutions
-    autograder/exercises/aNN_name.py               hidden checks, ``@graded("aNN-...", ...)`` (see judge/catalogue.py)
+    autograder/exercises/aNN_name.py               hidden checks, ``@graded("aNN-...", ...)`` (see judge/catalogue.py);
+                                                   or a package ``aNN_name/`` (a05_layers/)
     autograder/mutants/aNN_name.py                 ``MUTANTS = [Mutant(...)]`` (see autograder.mutants)
 
 An exercise is one function or class the student writes. Its id is ``aNN-<name>``: lowercase,
@@ -62,7 +70,7 @@ Rules the tools rely on:
 
 * Every ``grade_id`` is unique in its source notebook (a student's duplicates are repaired).
 * The suffixes ``-visible``, ``-hidden[-k]``, ``-written`` are how the tools map a cell to its
-  exercise (:func:`autograder.notebook.exercise_of`); other cells of an exercise must not use
+  exercise (:func:`autograder.course.notebook.exercise_of`); other cells of an exercise must not use
   them in another sense.
 * The tests of one exercise depend only on that exercise's code: no state shared between the
   cells of different exercises, no later exercise calling an earlier one (give it the reference
@@ -74,7 +82,7 @@ Rules the tools rely on:
 * Before an assignment is released: ``check`` passes (solutions score full marks, the unanswered
   notebook scores 0 on every test, each mutant is caught by its own exercise only) and
   ``release`` reports no leak (no solution region, hidden test or secret line of the reference
-  engine in any released file, see :mod:`autograder.release`; a line that must quote one on
+  engine in any released file, see :mod:`autograder.commands.release`; a line that must quote one on
   purpose ends with ``# release-scan: allow``).
 * Notebooks may import the course kit (``coursekit``, :mod:`autograder.kit`): ``release``
   generates it into the release folder; the judge gives each sandbox the kit with only the

@@ -11,7 +11,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from .course import DEFAULT_COURSE, DEFAULT_SOLUTIONS, Course, CourseError
+from autograder.course import DEFAULT_COURSE, DEFAULT_SOLUTIONS, Course, CourseError
 
 # Once workers are forked, grading is CPU-bound: one worker per CPU (benchmarks/bench_grading.py
 # measured 1.8x with 2 workers on 2 CPUs, and nothing more from a third).
@@ -43,7 +43,7 @@ def _assignments(course: Course, args) -> list[str]:
 # -- commands ------------------------------------------------------------------------------------
 
 def cmd_release(course: Course, args) -> int:
-    from .release import parse_due, publish, release
+    from autograder.commands.release import parse_due, publish, release
 
     if args.due:
         parse_due(args.due)  # a typo fails before anything is generated
@@ -69,7 +69,7 @@ def cmd_release(course: Course, args) -> int:
 
 
 def cmd_collect(course: Course, args) -> int:
-    from .collect import collect, collect_exchange, printable
+    from autograder.commands.collect import collect, collect_exchange, printable
 
     assignment = course.require_assignment(args.assignment)
     if (args.path is None) == (args.exchange is None):
@@ -97,8 +97,8 @@ def cmd_collect(course: Course, args) -> int:
 
 
 def cmd_grade(course: Course, args) -> int:
-    from .grade import grade
-    from .grade_workers import Limits
+    from autograder.commands.grade import grade
+    from autograder.grading.workers import Limits
 
     limits = Limits(cell_timeout=args.cell_timeout, notebook_timeout=args.notebook_timeout,
                     memory_mb=args.memory_mb or None)
@@ -123,8 +123,8 @@ def cmd_grade(course: Course, args) -> int:
 
 
 def cmd_feedback(course: Course, args) -> int:
-    from .collect import printable
-    from .feedback import feedback
+    from autograder.commands.collect import printable
+    from autograder.commands.feedback import feedback
 
     report = feedback(course, course.require_assignment(args.assignment), args.exchange)
     for path in report.pages:
@@ -140,8 +140,8 @@ def cmd_feedback(course: Course, args) -> int:
 
 
 def cmd_report(course: Course, args) -> int:
-    from .lms import parse_lms_list
-    from .report import report
+    from autograder.commands.report import report
+    from autograder.course.lms import parse_lms_list
 
     notes: list[str] = []
     lms = None if args.lms is None else parse_lms_list(args.lms)
@@ -153,8 +153,8 @@ def cmd_report(course: Course, args) -> int:
 
 
 def cmd_students(course: Course, args) -> int:
-    from .collect import printable
-    from .lms import import_roster, load_roster, roster_path, students_table
+    from autograder.commands.collect import printable
+    from autograder.course.lms import import_roster, load_roster, roster_path, students_table
 
     if args.action == "import":
         if not args.roster:
@@ -173,7 +173,7 @@ def cmd_students(course: Course, args) -> int:
 
 
 def cmd_check(course: Course, args) -> int:
-    from .selfcheck import check
+    from autograder.authoring.selfcheck import check
 
     status = 0
     for assignment in _assignments(course, args):
@@ -190,18 +190,18 @@ def cmd_check(course: Course, args) -> int:
 
 
 def cmd_sync(course: Course, args) -> int:
-    from . import sync
+    from autograder.authoring import sync
     argv = [*args.assignment, "--source", str(course.source_dir(".").resolve())]
     return sync.main([*argv, "--check"] if args.check else argv)
 
 
 def cmd_kit(course: Course, args) -> int:
-    from . import kit
+    from autograder import kit
     return kit.main([args.dest, *(["--reference"] if args.reference else [])])
 
 
 def cmd_demo(course: Course, args) -> int:
-    from .demo import demo
+    from autograder.commands.demo import demo
 
     assignments = course.assignments()
     if not assignments:
@@ -266,7 +266,7 @@ def build_parser() -> argparse.ArgumentParser:
                           "(never for real students)")
     sub.add_argument("--scheduler", metavar="tcp://HOST:PORT",
                      help="grade on the workers of this Dask scheduler instead of --jobs local ones; this "
-                          "machine still records every grade (docs/grading-on-dask.md)")
+                          "machine still records every grade (deploy/dask.md)")
 
     sub = add("feedback", cmd_feedback, "per-student HTML feedback without hidden tests, math offline")
     sub.add_argument("assignment")
@@ -321,7 +321,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         course = Course.open(args.course, args.db)
-        return args.func(course, args)
+        try:
+            return args.func(course, args)
+        finally:
+            course.give_back()  # as root on an instructor's course: their files stay theirs
     except CourseError as error:
         print(f"autograder: error: {error}", file=sys.stderr)
         return 2

@@ -65,8 +65,8 @@ def worker(rounds: int, old_check: str | None) -> None:
         (folder / "a06_training.py").write_text(Path(old_check).read_text())
         os.environ["AUTOGRADER_EXERCISES"] = str(folder)
         catalogue._IMPORTED.add((catalogue.PACKAGE_EXERCISES / "a06_training.py").resolve())  # only the old one
+    from autograder.judge.bubblewrap import Sandbox
     from autograder.judge.judge import code_cells, judge
-    from autograder.judge.session import Sandbox
     earlier = [(a, _cells(a)) for a in sorted(p.name for p in SOURCE.iterdir() if p.name < "a06")]
     cells = code_cells(_cells("a06_training"), EXERCISE)
     budget = catalogue.exercise(EXERCISE).budget or 60.0

@@ -13,10 +13,11 @@ own copy of this script, in a subprocess): what the whole change costs.
 
 The submission is the assignment's source notebooks (solutions in), so every test cell runs. For
 each job count the N copies are graded from scratch in a fresh copy of the course (its own
-gradebook; released first, as `autograder release` does, not timed), through :func:`autograder.grade.grade`, the
-same code as ``autograder grade``. A warm-up grading of two copies first starts the worker
-forkserver and fills the OS caches, so neither timed run pays for that. Reported: wall time,
-seconds per submission, and the speed-up of each job count over the first.
+gradebook; released first, as `autograder release` does, not timed), through
+:func:`autograder.commands.grade.grade`, the same code as ``autograder grade``. A warm-up
+grading of two copies first starts the worker forkserver and fills the OS caches, so neither
+timed run pays for that. Reported: wall time, seconds per submission, and the speed-up of each
+job count over the first.
 
 ``--dask``: instead, a Dask scheduler and two workers on 127.0.0.1 (``grade --scheduler``) against
 ``grade --jobs 2``, the same N copies, each path in its own block; ``--rounds R`` repeats both
@@ -47,10 +48,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from autograder.commands.grade import grade  # noqa: E402
+from autograder.commands.release import add_release_files  # noqa: E402
 from autograder.course import Course  # noqa: E402
-from autograder.grade import grade  # noqa: E402
-from autograder.grade_workers import Limits  # noqa: E402
-from autograder.release import add_release_files  # noqa: E402
+from autograder.grading.workers import Limits  # noqa: E402
 
 TIMESTAMP = "2026-01-01 00:00:00.000000 UTC"
 
@@ -154,7 +155,7 @@ def start_cluster(logs: Path) -> tuple[str, list]:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     address = f"tcp://127.0.0.1:{port}"
-    from autograder.grade_executors import QUIET_DASK
+    from autograder.grading.executors import QUIET_DASK
     env = {**os.environ, "PYTHONPATH": str(REPO), **QUIET_DASK}  # the settings deploy/dask.md gives
     worker = [sys.executable, "-m", "distributed.cli.dask_worker", address, "--nthreads", "1",
               "--no-dashboard", "--host", "127.0.0.1"]
@@ -194,8 +195,8 @@ def compare_dask(source_course: Path, assignment: str, n: int, capstone_seconds:
     neither); then the cluster model from the parts measured in the Dask blocks."""
     import statistics
 
-    import autograder.grade as grading  # GradingRun records each student through grade._record
-    from autograder.grade_executors import pack
+    import autograder.commands.grade as grading  # GradingRun records each student through grade._record
+    from autograder.grading.executors import pack
     print(f"method: {rounds} round(s); each round one block per path, each block grading n fresh copies from "
           "scratch; blocks not interleaved, their order alternating between rounds (local, Dask; Dask, local; ...); "
           "each path warmed up once (two copies) before its first block; the idle cluster stays up during the "

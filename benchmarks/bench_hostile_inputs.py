@@ -26,10 +26,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO), str(REPO / "tests")]
 
-from autograder.collect import collect  # noqa: E402
+from autograder.commands.collect import collect  # noqa: E402
+from autograder.commands.feedback import MathBudget, sanitize_html  # noqa: E402
 from autograder.course import CourseError  # noqa: E402
-from autograder.feedback import MathBudget, sanitize_html  # noqa: E402
-from autograder.nbgrader_glue import cut_hidden_regions  # noqa: E402
+from autograder.course.nbgrader_glue import cut_hidden_regions  # noqa: E402
 
 from autograder_support import ASSIGNMENT, NOTEBOOK, make_course, source_notebook  # noqa: E402
 

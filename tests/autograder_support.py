@@ -107,8 +107,8 @@ def answered(fetched: dict, source: dict, share: float = 1.0, written: bool = Tr
     the reference: each stub nbgrader left for a solution region (``# YOUR CODE HERE``,
     ``raise NotImplementedError()``) becomes the lines of the source notebook's region, and (when
     ``written``) a written answer (a markdown answer cell) the source's text."""
-    from autograder import notebook
-    from autograder.regions import cell_regions
+    from autograder.course import notebook
+    from autograder.course.regions import cell_regions
 
     model = {notebook.grade_id(c): c for c in source["cells"] if notebook.is_answer(c)}
     nb = copy.deepcopy(fetched)

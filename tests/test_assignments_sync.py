@@ -1,6 +1,6 @@
 """The source notebooks of every assignment: in sync with solutions/, well formed for nbgrader.
 
-One source of truth: `python -m autograder.sync --check` must pass (every solution region equals
+One source of truth: `python -m autograder.authoring.sync --check` must pass (every solution region equals
 the reference body it is generated from). The rest checks the conventions every assignment
 follows: per exercise a markdown contract, the solution cell (grade_id = exercise id), a visible
 test cell (`<id>-visible`, 0 points) and a hidden one (`<id>-hidden`, the spec's points, nothing
@@ -16,7 +16,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder import sync
+from autograder.authoring import sync
 from autograder.judge import catalogue
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -42,13 +42,13 @@ def nbgrader(cell) -> dict:
 def test_every_registry_has_its_source_notebook():
     """The assignments are discovered from assignments/source/: a registry of hidden checks
     (autograder/exercises/aNN_name.py) without its notebook would silently be left out."""
-    registries = sorted(p.stem for p in catalogue.PACKAGE_EXERCISES.glob("a[0-9][0-9]_*.py"))
+    registries = catalogue.assignment_names()
     assert registries == ASSIGNMENTS, f"registries {registries}, source notebooks {ASSIGNMENTS}"
 
 
 def test_sync_check_passes():
     problems = sync.sync(ASSIGNMENTS, write=False)
-    assert problems == [], "solution regions drifted from solutions/; run `python -m autograder.sync`:\n" + \
+    assert problems == [], "solution regions drifted from solutions/; run `python -m autograder.authoring.sync`:\n" + \
         "\n".join(problems)
 
 
@@ -174,7 +174,7 @@ def test_no_solutions_import_and_test_cells_end_in_a_statement(path):
 
 
 def test_locate_finds_exact_bodies():
-    from autograder.regions import RegionError, cell_regions, locate
+    from autograder.course.regions import RegionError, cell_regions, locate
 
     source = '''
 class Op:

@@ -2,9 +2,9 @@
 
 import pytest
 
+from autograder.authoring.selfcheck import apply_mutant
 from autograder.course import CourseError
 from autograder.mutants import Mutant
-from autograder.selfcheck import apply_mutant
 
 from autograder_support import ASSIGNMENT, FIXTURE, autograder, make_course, source_notebook, table
 
@@ -72,11 +72,11 @@ def test_check_reports_caught_leaking_and_uncaught_mutants(tmp_path, monkeypatch
 
 
 def test_a_caught_mutant_must_be_told_its_mistake(tmp_path, monkeypatch):
+    from autograder.authoring.selfcheck import CaseResult, _names_the_mistake
     from autograder.course import CourseError
     from autograder.mutants import Mutant, load_mutants
-    from autograder.selfcheck import Verdict, _names_the_mistake
 
-    caught = Verdict("m", "a02-mul", "a02-mul-hidden", "2", True, "caught")
+    caught = CaseResult("m", "a02-mul", "a02-mul-hidden", "2", True, "caught")
     mutant = Mutant(id="m", exercise="a02-mul", find="x", replace="y", expect="unbroadcast")
     assert _names_the_mistake(caught, mutant, "a02-mul: sum it back with unbroadcast").ok
     vague = _names_the_mistake(caught, mutant, "a02-mul: wrong values")

@@ -8,7 +8,7 @@ from pathlib import PurePosixPath
 
 import pytest
 
-from autograder.collect import identify
+from autograder.commands.collect import identify
 
 from autograder_support import ASSIGNMENT, NOTEBOOK, autograder, make_course, source_notebook, table
 
@@ -207,7 +207,7 @@ def _bomb_zip(path, entries: int, size: int) -> None:
 
 def test_zip_bombs_are_refused_from_the_directory_before_anything_is_unpacked(course, tmp_path, capsys,
                                                                               monkeypatch):
-    import autograder.collect as collect_module
+    import autograder.commands.collect as collect_module
 
     opened = []
     real_open = zipfile.ZipFile.open

@@ -1,5 +1,6 @@
 """autograder.course: the course directory, exercise ids, and the gradebook schema stamp."""
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -9,8 +10,8 @@ from nbgrader.dbutil import _temp_alembic_ini
 
 from autograder import cli
 from autograder.course import Course, CourseError
-from autograder.nbgrader_glue import alembic_head
-from autograder.notebook import exercise_of
+from autograder.course.nbgrader_glue import alembic_head
+from autograder.course.notebook import exercise_of
 
 pytestmark = pytest.mark.xdist_group("autograder")
 
@@ -48,3 +49,26 @@ def test_a_submission_folder_with_an_over_long_id_is_not_a_student(tmp_path):
     for student in ("alice", "x" * 250, "b" * 64):
         course.submitted_dir(student, "a00_toy").mkdir(parents=True)
     assert course.submitted_students("a00_toy") == ["alice", "b" * 64]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root makes files another user must get back")
+def test_a_command_run_as_root_gives_the_instructors_course_back(tmp_path):
+    """On a hub the instructor grades as root (bubblewrap needs it) a course they own; their
+    formgrader runs as them and must write what grading made. Every command hands back, as it
+    ends, whatever root made in the course; a link is changed itself, never what it points to."""
+    instructor = 4242
+    course_dir = tmp_path / "course"
+    course_dir.mkdir()
+    (course_dir / "nbgrader_config.py").write_text("c = get_config()  # noqa\n")
+    os.chown(course_dir, instructor, instructor)
+    outside = tmp_path / "root-file"
+    outside.write_text("root's")
+    (course_dir / "reports").mkdir()
+    (course_dir / "reports" / "grades.csv").write_text("student,score\n")
+    (course_dir / "elsewhere").symlink_to(outside)
+    assert cli.main(["--course", str(course_dir), "report", "a00_toy"]) == 2  # fails: no such assignment
+    owned = {p.relative_to(course_dir).as_posix(): (p.lstat().st_uid, p.lstat().st_gid) for p in course_dir.rglob("*")}
+    assert owned and set(owned.values()) == {(instructor, instructor)}, owned
+    assert outside.stat().st_uid == 0
+    # nothing is left to give back the second time
+    assert Course.open(tmp_path / "course").give_back() == 0

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from autograder import grade_record, grade_workers
-from autograder.grade import grade
-from autograder.grade_record import Ledger
-from autograder.grade_workers import Limits
+from autograder.commands.grade import grade
+from autograder.grading import record, workers
+from autograder.grading.record import Ledger
+from autograder.grading.workers import Limits
 
 from autograder_support import (
     ASSIGNMENT,
@@ -185,7 +185,7 @@ def test_resume_after_ctrl_c_and_kill_9_loses_and_duplicates_nothing(course, tmp
     done = {p.stem for p in markers.glob("*.json")}
     assert after_ctrl_c < done < set(students)
     stamps = {s: course.autograded_dir(s, ASSIGNMENT).stat().st_mtime_ns for s in done}
-    orphaned_runs = [run for run in Path(tempfile.gettempdir()).glob(f"{grade_workers.RUN_PREFIX}*")
+    orphaned_runs = [run for run in Path(tempfile.gettempdir()).glob(f"{workers.RUN_PREFIX}*")
                      if (run / "owner.pid").read_text() == str(grader.pid)]
     assert orphaned_runs  # kill -9 leaves its scratch area behind ...
 
@@ -205,14 +205,14 @@ def test_resume_after_ctrl_c_and_kill_9_loses_and_duplicates_nothing(course, tmp
 def test_a_crash_between_the_gradebook_write_and_the_files_regrades_once(course, monkeypatch):
     for student in ("alice", "bob"):
         submit(course, student, source_notebook())
-    install = grade_record._install
+    install = record._install
 
     def power_cut(src, dest, keep):
         if dest.parent.name == "bob":
             raise RuntimeError("power cut")
         install(src, dest, keep)
 
-    monkeypatch.setattr(grade_record, "_install", power_cut)
+    monkeypatch.setattr(record, "_install", power_cut)
     with pytest.raises(RuntimeError, match="power cut"):
         grade(course, ASSIGNMENT, progress=False)
     ledger = Ledger(course, ASSIGNMENT)
@@ -220,7 +220,7 @@ def test_a_crash_between_the_gradebook_write_and_the_files_regrades_once(course,
         gb.find_submission(ASSIGNMENT, "bob")  # the grades were written ...
         assert ledger.is_done(gb, "alice") and not ledger.is_done(gb, "bob")  # ... but bob is not done
 
-    monkeypatch.setattr(grade_record, "_install", install)
+    monkeypatch.setattr(record, "_install", install)
     outcomes = {o.student: o for o in grade(course, ASSIGNMENT, jobs=2, progress=False)}
     assert (outcomes["alice"].status, outcomes["bob"].status) == ("already graded", "graded")
     assert outcomes["bob"].score == 6
@@ -257,8 +257,8 @@ def test_a_damaged_notebook_structure_is_restored_from_the_source_and_graded_as_
     assert "notebook repaired" not in outcomes["intact"].detail
     assert "restored" in outcomes["deleter"].detail and "a00-square-backward-hidden" in outcomes["deleter"].detail
     assert "notebook repaired" in outcomes["copier"].detail and "notebook repaired" in outcomes["greedy"].detail
-    record = json.loads((course.state_dir / "graded" / ASSIGNMENT / "deleter.json").read_text())
-    assert any("a00-square-backward-hidden" in r and "restored" in r for r in record["repairs"]), record
+    graded = json.loads((course.state_dir / "graded" / ASSIGNMENT / "deleter.json").read_text())
+    assert any("a00-square-backward-hidden" in r and "restored" in r for r in graded["repairs"]), graded
     deleter = json.loads((course.autograded_dir("deleter", ASSIGNMENT) / f"{NOTEBOOK}.ipynb").read_text())
     assert [c["metadata"]["nbgrader"]["grade_id"] for c in deleter["cells"] if "nbgrader" in c["metadata"]] == \
         [c["metadata"]["nbgrader"]["grade_id"] for c in source_notebook()["cells"] if "nbgrader" in c["metadata"]]

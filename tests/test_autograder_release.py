@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from autograder.release import MIN_CHARS, signature
+from autograder.commands.release import MIN_CHARS, signature
 
 from autograder_support import (
     ASSIGNMENT,
@@ -114,8 +114,8 @@ def test_the_generated_kit_is_scanned_like_any_released_file(tmp_path):
     from pathlib import Path
 
     from autograder import kit
+    from autograder.commands.release import scan, secret_index
     from autograder.course import Course
-    from autograder.release import scan, secret_index
 
     course = Course.open()
     kit.build_kit(tmp_path)
@@ -133,7 +133,7 @@ def test_the_generated_kit_is_scanned_like_any_released_file(tmp_path):
 def test_every_kit_shared_line_is_still_in_the_kit():
     """An allow-list entry the kit no longer holds is stale: it would excuse a future leak."""
     from autograder import kit
-    from autograder.release import KIT_SHARED_LINES
+    from autograder.commands.release import KIT_SHARED_LINES
 
     lines = {line.strip() for text in kit.kit_files().values() for line in text.split("\n")}
     assert not [line for line in KIT_SHARED_LINES if line not in lines]

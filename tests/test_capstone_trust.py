@@ -18,8 +18,9 @@ import numpy as np
 import pytest
 
 from autograder.judge import catalogue
+from autograder.judge.bubblewrap import Sandbox
 from autograder.judge.judge import code_cells, judge
-from autograder.judge.session import Sandbox, Session
+from autograder.judge.session import Session
 
 SOURCE = Path(__file__).resolve().parents[1] / "assignments" / "source"
 EXERCISE = "a06-train-step"

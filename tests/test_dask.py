@@ -25,9 +25,9 @@ from pathlib import Path
 import psutil
 import pytest
 
-from autograder import grade_executors as executors
 from autograder.course import Course, CourseError
-from autograder.grade_record import Ledger
+from autograder.grading import executors
+from autograder.grading.record import Ledger
 
 from autograder_support import autograder, table
 

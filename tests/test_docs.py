@@ -10,8 +10,8 @@ import ast
 import re
 from pathlib import Path
 
+from autograder.authoring.selfcheck import _read_notebooks, apply_mutant
 from autograder.judge import catalogue
-from autograder.selfcheck import _read_notebooks, apply_mutant
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "assignments" / "README.md"

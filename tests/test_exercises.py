@@ -15,16 +15,15 @@ from pathlib import Path
 
 import pytest
 
+from autograder.authoring.selfcheck import apply_mutant
 from autograder.judge import catalogue
-from autograder.judge.catalogue import PACKAGE_EXERCISES
+from autograder.judge.bubblewrap import Sandbox
 from autograder.judge.judge import code_cells, judge
-from autograder.judge.session import Sandbox
 from autograder.mutants import Mutant, load_alternatives, load_mutants
-from autograder.selfcheck import apply_mutant
 
 REPO = Path(__file__).resolve().parents[1]
 SOURCE = REPO / "assignments" / "source"
-ASSIGNMENTS = sorted(p.stem for p in PACKAGE_EXERCISES.glob("a[0-9][0-9]_*.py"))
+ASSIGNMENTS = catalogue.assignment_names()
 SPECS = [s for a in ASSIGNMENTS for s in catalogue.assignment(a)]
 MUTANTS = [(a, m) for a in ASSIGNMENTS for m in load_mutants(a)]
 ALTERNATIVES = [(a, m) for a in ASSIGNMENTS for m in load_alternatives(a)]

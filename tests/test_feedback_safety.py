@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from autograder.feedback import MathBudget, sanitize_html
-from autograder.notebook import cut_hidden_regions
+from autograder.commands.feedback import MathBudget, sanitize_html
+from autograder.course.notebook import cut_hidden_regions
 
 from autograder_support import (
     ASSIGNMENT,

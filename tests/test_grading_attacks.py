@@ -25,8 +25,8 @@ import nbformat
 import pytest
 
 from autograder.course import Course
-from autograder.judge.session import UID_BASE
-from autograder.notebook import exercise_of
+from autograder.course.notebook import exercise_of
+from autograder.judge.bubblewrap import UID_BASE
 
 from autograder_support import autograder, table
 
@@ -418,8 +418,8 @@ def test_a_hung_cell_is_skipped_for_the_exercises_below_it_and_waited_on_once(tm
     """nbgrader interrupts a cell at its time limit and goes on; so does the judge. A scratch cell
     that hangs costs nothing; an answer cell that hangs costs its own exercise only; either is
     run (and waited on) in one sandbox only, the exercises below it run without it."""
-    import autograder.judge.grading as grading
-    from autograder.judge.session import Sandbox
+    import autograder.judge.submission as grading
+    from autograder.judge.bubblewrap import Sandbox
 
     ref = source()
     source_dir = tmp_path / "source" / ASSIGNMENT

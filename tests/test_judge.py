@@ -12,8 +12,8 @@ import pytest
 
 from autograder import kit
 from autograder.judge import catalogue
+from autograder.judge.bubblewrap import Sandbox
 from autograder.judge.judge import code_cells, judge, transform
-from autograder.judge.session import Sandbox
 
 FIXTURE = Path(__file__).parent / "fixtures" / "judge_exercises"
 IMPORTS = ("import numpy as np\nfrom coursekit.engine import Function, Tensor\n"

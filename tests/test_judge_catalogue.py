@@ -5,9 +5,9 @@ from pathlib import Path
 import pytest
 
 from autograder.judge import catalogue
+from autograder.judge.bubblewrap import Sandbox
 from autograder.judge.checks import GradingFailure, graded
 from autograder.judge.judge import judge
-from autograder.judge.session import Sandbox
 
 FIXTURE = Path(__file__).parent / "fixtures" / "toy_course"  # not autograder_support: no nbgrader import
 

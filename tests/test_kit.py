@@ -20,7 +20,7 @@ import pytest
 from nbclient import NotebookClient
 
 import solutions
-from autograder import sync
+from autograder.authoring import sync
 from autograder.judge import catalogue
 from autograder.kit import body_lines, build_kit, leaks
 

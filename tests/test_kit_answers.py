@@ -1,4 +1,4 @@
-"""The student's own engine across assignments (coursekit/answers.py, from autograder/kit_answers.py).
+"""The student's own engine across assignments (coursekit/answers.py, from autograder/kit/shipped/answers.py).
 
 A kit released into `aNN_name/coursekit/` loads, when imported, the student's answers from every
 assignment notebook beside it (its own included) and plugs them into the engine. An exercise not
@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from autograder.kit import build_kit
-from autograder.kit_answers import answer_cells
+from autograder.kit.shipped.answers import answer_cells
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCE = ROOT / "assignments" / "source"
@@ -125,8 +125,8 @@ def test_explicit_load_from_elsewhere(home, tmp_path):
 def diagnose_with_mutant(home: Path, assignment: str, mutant_id: str) -> list[str]:
     """diagnose()'s problem lines in a06's kit, with a01-a05's reference notebooks beside it except
     that `assignment`'s carries the named mutant (a classic mistake of the catalogue)."""
+    from autograder.authoring.selfcheck import apply_mutant
     from autograder.mutants import load_mutants
-    from autograder.selfcheck import apply_mutant
 
     for name in sorted(p.name for p in SOURCE.iterdir() if p.name < "a06"):
         (home / name).mkdir()
@@ -220,8 +220,12 @@ def test_the_judges_kit_never_loads_notebooks():
     from autograder.judge import catalogue
     from autograder.kit import kit_files, kit_modules
 
-    students = kit_files()[Path("coursekit") / "__init__.py"]
-    assert "answers.autoload()" in students
+    # The kit's __init__ is one shipped file: it loads the notebooks when its table says so.
+    package = kit_files()[Path("coursekit") / "__init__.py"]
+    assert "if AUTOLOAD:\n    # " in package and package.count("autoload()") == 1
+    assert "\nAUTOLOAD = True\n" in kit_files()[Path("coursekit") / "_exercises.py"]
     specs = catalogue.assignment("a02_broadcasting")
     for stubbed in ([], specs[:1], specs):
-        assert "autoload()" not in kit_modules(stubbed)["coursekit"][1]
+        modules = kit_modules(stubbed)
+        assert modules["coursekit"][1] == package
+        assert "\nAUTOLOAD = False\n" in modules["coursekit._exercises"][1]

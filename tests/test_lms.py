@@ -13,7 +13,7 @@ from pathlib import Path, PurePosixPath
 
 import pytest
 
-from autograder.lms import Roster, Student, canvas_placement, moodle_placement, notebook_of
+from autograder.course.lms import Roster, Student, canvas_placement, moodle_placement, notebook_of
 
 from autograder_support import ASSIGNMENT, NOTEBOOK, SOLUTIONS, autograder, make_course, table, use_toy_catalogue
 

@@ -14,8 +14,8 @@ REPO = Path(__file__).resolve().parents[1]
 PACKAGE = REPO / "autograder"
 
 # What ships to students or runs beside their code carries the few lines it needs (it cannot
-# import the grader): the kit's answer loader and the sandbox.
-STANDALONE = {PACKAGE / "kit_answers.py", *(PACKAGE / "sandbox").glob("*.py")}
+# import the grader): the kit's shipped files and the sandbox.
+STANDALONE = {*(PACKAGE / "kit" / "shipped").glob("*.py"), *(PACKAGE / "sandbox").glob("*.py")}
 
 
 def sources(exclude: set[Path] = frozenset()) -> dict[Path, str]:
@@ -38,7 +38,7 @@ def test_one_catalogue_of_exercises():
 
 
 def test_one_notebook_model():
-    model = PACKAGE / "notebook.py"
+    model = PACKAGE / "course" / "notebook.py"
     restore = PACKAGE / "judge" / "restore.py"  # rebuilds metadata: it writes, and removes any value
     assert not offenders(r"""get\(["']nbgrader["']""", {model, restore}, STANDALONE)
     assert not offenders(r"""metadata\s*\[["']nbgrader["']\]\s*(\[|\.get)|metadata\.nbgrader\b""", {model}, STANDALONE)
@@ -53,7 +53,18 @@ def test_one_swap_mechanism():
     assert not offenders(r"\.__bases__ = ", {overrides})
     # rebinding a name in an engine module: setattr(module, name, ...) on something from sys.modules
     assert not offenders(r"setattr\((module|mod|home), ", {overrides})
-    kit = (PACKAGE / "kit.py").read_text()
+    kit = (PACKAGE / "kit" / "shipped" / "coursekit_init.py").read_text()
     assert "overrides.use(" in kit and "__subclasses__" not in kit  # the kit's use only delegates
     runner = (PACKAGE / "sandbox" / "runner.py").read_text()
     assert "coursekit.engine.overrides" in runner and "__bases__ =" not in runner
+
+
+def test_the_grader_is_laid_out_by_audience():
+    """A folder per audience (autograder/__init__.py says which serves whom): the top level holds
+    the command line alone, and nothing beside student code imports the grader."""
+    assert sorted(p.name for p in PACKAGE.glob("*.py")) == ["__init__.py", "__main__.py", "cli.py"]
+    folders = {p.name for p in PACKAGE.iterdir() if p.is_dir() and p.name != "__pycache__"}
+    assert folders == {"authoring", "commands", "course", "exercises", "grading", "judge", "kit", "mutants", "sandbox",
+                       "templates"}, folders
+    for path in STANDALONE:
+        assert not re.search(r"^\s*(from|import) (autograder|solutions)\b", path.read_text(), re.M), path

@@ -15,18 +15,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from autograder.judge.session import (
-    WALL_STRETCH,
-    Sandbox,
-    SandboxDied,
-    SandboxLimits,
-    SandboxProtocolError,
-    SandboxTimeout,
-    Session,
-    StudentError,
-    probe,
-    sandbox_uid,
-)
+from autograder.judge.bubblewrap import Sandbox, SandboxLimits, sandbox_uid
+from autograder.judge.proxy import StudentError
+from autograder.judge.session import WALL_STRETCH, SandboxDied, SandboxProtocolError, SandboxTimeout, Session, probe
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -17,11 +17,11 @@ import numpy as np
 import pytest
 
 from autograder import kit
+from autograder.commands.release import signature
 from autograder.judge import catalogue
+from autograder.judge.bubblewrap import Sandbox
 from autograder.judge.judge import code_cells, judge
 from autograder.judge.sealed import Oracle, OracleError
-from autograder.judge.session import Sandbox
-from autograder.release import signature
 
 SOURCE = Path(__file__).resolve().parents[1] / "assignments" / "source"
 SANDBOX = Sandbox()

@@ -1,6 +1,7 @@
 """The catalogue of exercises: what each one is and how it is checked, declared once with :func:`graded`.
 
-A catalogue module holds the checks of one assignment (``autograder/exercises/aNN_name.py``)::
+A catalogue module holds the checks of one assignment (``autograder/exercises/aNN_name.py``, or a
+package ``aNN_name/`` whose ``__init__`` imports its parts in the notebook's order, as a05's)::
 
     from autograder.judge.checks import GradingFailure, graded, student_engine
 
@@ -34,6 +35,7 @@ import importlib
 import importlib.util
 import os
 import re
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -176,15 +178,35 @@ def search_path() -> list[Path]:
 
 
 def _import(path: Path) -> None:
+    """Import a catalogue module (a file, or a package's folder) once, under a name of its own."""
     path = path.resolve()
     if path in _IMPORTED:
         return
     _IMPORTED.add(path)
     name = f"autograder_exercises_{hashlib.sha1(str(path).encode()).hexdigest()[:8]}_{path.stem}"
-    module_spec = importlib.util.spec_from_file_location(name, path)
+    if path.is_dir():  # a package: its __init__ imports its parts, relatively
+        module_spec = importlib.util.spec_from_file_location(name, path / "__init__.py",
+                                                             submodule_search_locations=[str(path)])
+    else:
+        module_spec = importlib.util.spec_from_file_location(name, path)
     assert module_spec is not None and module_spec.loader is not None, path
     module = importlib.util.module_from_spec(module_spec)
+    sys.modules[name] = module  # before it runs: its relative imports look their package up there
     module_spec.loader.exec_module(module)
+
+
+def modules(directory: Path, prefix: str = "a[0-9][0-9]") -> list[Path]:
+    """The catalogue modules in ``directory`` whose assignment matches ``prefix``: one per
+    assignment, named after its folder, a file (``a02_broadcasting.py``) or a package
+    (``a05_layers/``, its checks split by topic)."""
+    found = [p for p in directory.glob(f"{prefix}_*") if not p.name.startswith(".")
+             and ((p.is_file() and p.suffix == ".py") or (p / "__init__.py").is_file())]
+    return sorted(found, key=lambda p: p.name)
+
+
+def assignment_names() -> list[str]:
+    """The assignments of the package's catalogue ("a01_graphs", ...), one per catalogue module."""
+    return [p.stem for p in modules(PACKAGE_EXERCISES)]
 
 
 def _prefix(name: str) -> str:
@@ -196,7 +218,7 @@ def assignment(name: str) -> list[Spec]:
     in the order their modules declare them."""
     prefix = _prefix(name)
     for directory in search_path():
-        for path in sorted(directory.glob(f"{prefix}_*.py")):
+        for path in modules(directory, prefix):
             _import(path)
     return [s for s in _CATALOGUE.values() if s.prefix == prefix]
 
@@ -218,9 +240,18 @@ def exercise(exercise_id: str) -> Spec:
     return spec
 
 
+def assignment_name(prefix: str) -> str:
+    """The assignment folder of a prefix ("a02" -> "a02_broadcasting"): a catalogue module is named
+    after its assignment's folder (the prefix itself when no module declares it)."""
+    for directory in search_path():
+        for path in modules(directory, prefix):
+            return path.stem
+    return prefix
+
+
 def prefixes() -> list[str]:
     """Assignment prefixes ("a01", ...) that have a catalogue module in the package."""
-    return sorted({p.name.split("_", 1)[0] for p in PACKAGE_EXERCISES.glob("a[0-9][0-9]_*.py")})
+    return sorted({name.split("_", 1)[0] for name in assignment_names()})
 
 
 def in_engine() -> list[Spec]:

@@ -36,9 +36,9 @@ from autograder.judge.judge import current as current
 from autograder.judge.judge import first_line as first_line
 from autograder.judge.judge import judged as judged
 from autograder.judge.judge import student_module as student_module
-from autograder.judge.session import Proxy as Proxy
+from autograder.judge.proxy import Proxy as Proxy
+from autograder.judge.proxy import StudentError as StudentError
 from autograder.judge.session import SandboxTimeout as SandboxTimeout
-from autograder.judge.session import StudentError as StudentError
 
 
 def student_engine():

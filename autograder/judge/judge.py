@@ -31,11 +31,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from autograder import notebook
+from autograder.course import notebook
 from autograder.judge import catalogue
+from autograder.judge.bubblewrap import Sandbox
 from autograder.judge.catalogue import GradingFailure, Spec
+from autograder.judge.proxy import StudentError
 from autograder.judge.sealed import Oracle
-from autograder.judge.session import Sandbox, SandboxDied, SandboxFailure, SandboxTimeout, Session, StudentError
+from autograder.judge.session import SandboxDied, SandboxFailure, SandboxTimeout, Session
 
 _CURRENT: list[tuple[Session, Spec]] = []
 
@@ -155,7 +157,7 @@ def _engine(exercise_id: str) -> tuple[dict, dict[str, str], tuple]:
     from autograder import kit
     judged = catalogue.exercise(exercise_id)
     specs = catalogue.in_engine()
-    homes = {s.name: kit._rename(s.module, top_level=False) for s in specs}
+    homes = {s.name: kit.rename(s.module, top_level=False) for s in specs}
     if judged.whole_engine:  # every exercise stubbed: the student's answers fill the engine
         return compiled(kit.kit_modules(specs, specs)), homes, ()
     driven = DRIVES_LATER.get(judged.id, ())
@@ -163,7 +165,7 @@ def _engine(exercise_id: str) -> tuple[dict, dict[str, str], tuple]:
     sealed = tuple(s for s in specs if (s.prefix == judged.prefix or s.prefix in driven) and s.id != judged.id)
     if judged.in_engine:
         specs = [*(s for s in specs if s.id != judged.id), judged]
-        homes[judged.name] = kit._rename(judged.module, top_level=False)
+        homes[judged.name] = kit.rename(judged.module, top_level=False)
     stubbed = [*later, judged] if judged.in_engine else later
     return compiled(kit.kit_modules(stubbed, specs, sealed=list(sealed))), homes, sealed
 
@@ -172,7 +174,7 @@ def _engine(exercise_id: str) -> tuple[dict, dict[str, str], tuple]:
 def _body_lines() -> tuple[tuple[str, str], ...]:
     """(exercise id, normalised line) of every exercise body's meaningful lines, computed once."""
     from autograder import kit
-    from autograder.release import signature
+    from autograder.commands.release import signature
     return tuple((where.split(" ", 1)[0], key) for where, line in kit.body_lines() if (key := signature(line)))
 
 
@@ -190,7 +192,7 @@ def _secrets(prefix: str):
 def scrub(message: str, exercise_id: str) -> str:
     """``message``, or a notice in its place when it quotes a line of the course's reference code
     that the sandbox of ``exercise_id`` holds (an answer that raised with it, say)."""
-    from autograder.release import _tokens
+    from autograder.commands.release import _tokens
     if not message:
         return message
     secrets = _secrets(exercise_id.split("-", 1)[0])
@@ -206,7 +208,7 @@ class HungCells:
     Every exercise re-runs the cells above it in a fresh sandbox; a cell that hangs would cost
     each of them a whole budget. This base class fails the exercises below a hung cell at once,
     with the same message (:func:`judge` on its own, as the tests call it); grading a submission
-    uses :class:`autograder.judge.grading.SkippedCells`, which skips the cell instead, as
+    uses :class:`autograder.judge.submission.SkippedCells`, which skips the cell instead, as
     nbgrader interrupts a cell and goes on.
     """
 

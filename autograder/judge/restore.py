@@ -35,7 +35,7 @@ from typing import Any
 import nbformat
 from nbformat import NotebookNode
 
-from autograder import notebook
+from autograder.course import notebook
 
 FIXED, ANSWER = "fixed", "answer"
 # nbgrader's defaults (ClearSolutions.code_stub["python"], text_stub and the region delimiters,

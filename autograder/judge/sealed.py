@@ -263,8 +263,8 @@ class Oracle:
 def _message(error: BaseException) -> str | None:
     """The first line of the reference's message (it names the op and the shapes, as a student's
     own kit would), unless it quotes a line of an exercise body."""
+    from autograder.commands.release import _tokens
     from autograder.judge.judge import _secrets
-    from autograder.release import _tokens
     text = str(error).strip().split("\n")[0][:300]
     secrets = _secrets("~")  # every assignment's bodies
     if not text or (secrets is not None and secrets.search(f" {_tokens(text)} ")):

@@ -1,6 +1,6 @@
 """One grading worker: judge one student's submission, write the autograded notebooks and a result.
 
-The parent (:mod:`autograder.grade`) runs :func:`run` in a fresh process forked from a
+The parent (:mod:`autograder.commands.grade`) runs :func:`run` in a fresh process forked from a
 multiprocessing forkserver that has already imported this module, hence the judge, the hidden
 checks and the reference engine: importing them costs a second of CPU, a fork milliseconds.
 The worker is trusted: it reads the student's notebooks as data and runs none of their code,
@@ -19,9 +19,9 @@ import signal
 import sys
 from pathlib import Path
 
-import autograder.judge.grading as grading
+import autograder.judge.submission as submission
 from autograder.judge import catalogue
-from autograder.judge.session import Sandbox, SandboxLimits
+from autograder.judge.bubblewrap import Sandbox, SandboxLimits
 
 PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
 
@@ -77,7 +77,7 @@ def run(spec_path: str) -> None:
         if verdict.detail:
             print(verdict.detail, flush=True)
 
-    result = grading.grade_submission(Path(spec["source"]), Path(spec["submitted"]), Path(spec["out"]),
+    result = submission.grade_submission(Path(spec["source"]), Path(spec["submitted"]), Path(spec["out"]),
                                       sandbox=sandbox, budget=spec["budget"], on_exercise=progress)
     result["success"] = True
-    grading.write_result(Path(spec["result"]), result)
+    submission.write_result(Path(spec["result"]), result)

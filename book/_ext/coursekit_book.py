@@ -95,7 +95,7 @@ def _points(points: float) -> str:
 def exercise_lines(assignment: str) -> list[str]:
     """One markdown line per graded exercise of an assignment, in the notebook's order: what the
     chapter's "Assignment" section lists (generated, so it always says what the notebook has)."""
-    from autograder import notebook
+    from autograder.course import notebook
     from autograder.judge import catalogue
 
     nb = notebook.read(ROOT / "assignments" / "source" / assignment / f"{assignment}.ipynb")
@@ -171,7 +171,7 @@ def _write_notebooks(app, exception) -> None:
         return
     out = Path(app.outdir) / DOWNLOADS
     out.mkdir(parents=True, exist_ok=True)
-    from autograder import notebook
+    from autograder.course import notebook
     for doc in _chapters(app):
         notebook.write(chapter_notebook(ROOT / f"{doc}.md"), out / f"{Path(doc).name}.ipynb")
 

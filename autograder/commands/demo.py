@@ -1,0 +1,108 @@
+"""``autograder demo``: the whole grading loop on synthetic submissions, in a scratch course.
+
+For any assignment in ``source/``, in a scratch copy of the course (the real gradebook and
+folders are never touched), it fakes an LMS export of five students built from the source
+notebooks:
+
+* ``alice_<nb>.ipynb``   correct: the source notebooks, solutions in;
+* ``<nb>_bob.ipynb``     partly wrong: the first mutant of the catalogue applied (or, without a
+  catalogue, the first solution region replaced by the unanswered stub);
+* ``carol/<nb>.ipynb``   empty: the released notebooks;
+* ``dave_<nb>.ipynb``    broken: not JSON;
+* ``eve_homework.ipynb`` a wrong file name;
+
+then runs, and prints, the commands an instructor would: release, collect (of the zipped export),
+grade, feedback and report.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+import zipfile
+from pathlib import Path
+from typing import Any
+
+from autograder import cli
+from autograder.authoring.selfcheck import apply_mutant
+from autograder.course import DEFAULT_SOLUTIONS, Course, CourseError, notebook
+from autograder.mutants import load_mutants
+
+MARKER = ".autograder-demo"
+
+
+def _workdir(out: str | None) -> Path:
+    if out is None:
+        return Path(tempfile.mkdtemp(prefix="autograder-demo-"))
+    work = Path(out).resolve()
+    if work.exists() and any(work.iterdir()):
+        if not (work / MARKER).exists():
+            raise CourseError(f"{work} is not empty and not an earlier demo: choose another --out")
+        shutil.rmtree(work)
+    work.mkdir(parents=True)
+    return work
+
+
+def _partly_wrong(source: dict[str, Any], assignment: str) -> tuple[dict[str, Any], str]:
+    mutants = load_mutants(assignment)
+    if mutants:
+        name, mutated = apply_mutant(source, mutants[0], assignment)
+        return {**source, name: mutated}, f"mutant '{mutants[0].id}' ({mutants[0].why or mutants[0].exercise})"
+    for name, nb in source.items():
+        for cell in nb.cells:
+            if cell.cell_type == "code" and notebook.solution_lines(cell.source):
+                cell.source = notebook.released(cell)  # as nbgrader releases it: the stub in place
+                return source, f"the first solution region of {name}.ipynb left unanswered"
+    return source, "unchanged (no solution region found)"
+
+
+def _export(course: Course, assignment: str, folder: Path) -> list[str]:
+    """Write the fake LMS export; return one line per student saying what it holds."""
+    def read(path: Path) -> dict[str, dict]:
+        return {p.stem: notebook.read(p) for p in sorted(path.glob("*.ipynb"))}
+
+    source, released = read(course.source_dir(assignment)), read(course.release_dir(assignment))
+    wrong, how = _partly_wrong(read(course.source_dir(assignment)), assignment)
+    folder.mkdir(parents=True)
+    (folder / "carol").mkdir()
+    for name in source:
+        (folder / f"alice_{name}.ipynb").write_text(json.dumps(source[name], indent=1))
+        (folder / f"{name}_bob.ipynb").write_text(json.dumps(wrong[name], indent=1))
+        (folder / "carol" / f"{name}.ipynb").write_text(json.dumps(released[name], indent=1))
+        (folder / f"dave_{name}.ipynb").write_text(json.dumps(source[name])[:200])
+    (folder / "eve_homework.ipynb").write_text(json.dumps(next(iter(source.values()))))
+    return ["alice: correct (the source notebooks)", f"bob: partly wrong: {how}",
+            "carol: empty (the released notebooks)", "dave: broken (not JSON)",
+            "eve: a wrong file name (eve_homework.ipynb)"]
+
+
+def demo(course: Course, assignment: str, out: str | None = None, *, jobs: int = 2) -> Path:
+    work = _workdir(out)
+    (work / MARKER).write_text("made by `autograder demo`; deleted by the next demo with the same --out\n")
+    scratch_root = work / "course"
+    scratch_root.mkdir()
+    shutil.copy(course.root / "nbgrader_config.py", scratch_root)
+    shutil.copytree(course.source_dir(assignment), Course(scratch_root, "").source_dir(assignment),
+                    ignore=shutil.ignore_patterns(*course.coursedir().ignore))
+    scratch = Course.open(scratch_root)
+    print(f"demo of {assignment} in {work} (a scratch copy of the course)\n")
+
+    def step(*args: str) -> None:
+        print(f"$ autograder --course {scratch_root} {' '.join(args)}", flush=True)
+        cli.main(["--course", str(scratch_root), *args])
+        print(flush=True)
+
+    step("release", assignment, "--solutions", str(DEFAULT_SOLUTIONS))
+    export = work / "lms_export"
+    print("fake LMS export:\n  " + "\n  ".join(_export(scratch, assignment, export)) + "\n")
+    archive = work / "lms_export.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        for path in sorted(export.rglob("*")):
+            zf.write(path, path.relative_to(export))
+    step("collect", assignment, str(archive))
+    step("grade", assignment, "--jobs", str(jobs))
+    step("feedback", assignment)
+    step("report", assignment)
+    print(f"open {scratch.feedback_dir('bob', assignment)} and {scratch.reports_dir(assignment)}")
+    return work

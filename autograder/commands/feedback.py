@@ -1,0 +1,314 @@
+"""``autograder feedback``: per-student HTML feedback, without hidden tests, with math offline.
+
+Stock nbgrader 0.9.6 feedback shows hidden tests (its GenerateFeedback preprocessors do not clear
+them, and a failed test's traceback quotes the cell) and loads MathJax 2 from a CDN. Here
+nbgrader's GenerateFeedback runs as :func:`autograder.course.nbgrader_glue.configure_feedback` sets it:
+
+* one more preprocessor, :class:`~autograder.course.nbgrader_glue.RedactHiddenTests`: hidden regions are
+  cut, and each output (only the judge's messages are left) is reduced to one capped line;
+* the ``autograder_feedback`` template (``autograder/templates/``), which is nbgrader's feedback
+  template with nbconvert's ``mathjax`` macro shadowed to load MathJax 3 from a ``mathjax/``
+  folder next to the page. The files come from the ``sphinx-mathjax-offline`` package and are
+  hard-linked (copied across file systems) into each student's feedback folder, so each folder
+  is self-contained and can be handed to its student as is.
+
+The page shows what a student wrote, and the instructor opens it too, so nothing of the student's
+may run in it or reach out of it. :class:`SafeHTMLExporter` renders the notebook:
+
+* every piece of HTML from the notebook (rendered markdown, written answers, raw cells, any output)
+  goes through :func:`sanitize_html`, built on ``nh3`` (the binding of the Rust sanitizer
+  ammonia): an allow-list of tags and attributes, no script, style, iframe, object, SVG or event
+  handler, links only to ``#anchors``, http(s) and mailto, images only as ``data:image/...``
+  (a remote or relative image loses its source and shows its alt text);
+* MathJax works within bounds: the TeX input gets ``maxMacros`` and ``maxBuffer`` limits (the
+  template), and a markdown cell whose math is larger than :class:`MathBudget` allows, or that
+  comes after the page's budget is spent, is shown with its TeX as text instead of typeset;
+* control characters (ESC, BEL, ...) are removed from the written page.
+
+One student's failure never stops the others: it is reported with its reason
+(:class:`FeedbackReport`) and the other pages are written.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import re
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import nh3
+from jinja2 import pass_context
+from nbconvert.exporters import HTMLExporter
+from nbgrader.converters import GenerateFeedback
+from nbgrader.utils import capture_log, temp_attrs
+
+from autograder.course import Course, CourseError, nbgrader_errors
+from autograder.course.nbgrader_glue import configure_feedback
+
+# What a feedback page needs of MathJax 3: the TeX+CHTML component, its fonts, the TeX extensions
+# it autoloads (\color, \cancel, ...) and the context menu with its accessibility parts.
+MATHJAX_PARTS = ("tex-chtml.js", "output/chtml/fonts/woff-v2", "input/tex/extensions", "ui", "a11y")
+MATHJAX_INLINE = "tex-svg-full.js"  # what a page that travels alone carries (see inline_mathjax)
+_REMOTE = re.compile(r"""<(?:script|link|img|iframe)\b[^>]*\b(?:src|href)\s*=\s*["']?(?:https?:)?//""", re.I)
+# C0 and C1 control characters but tab, newline and carriage return; DEL.
+CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+
+# -- what a student's HTML may keep ----------------------------------------------------------------
+
+# Text structure, tables, code, images; the classes and ids nbconvert's markup and anchors use.
+TAGS = (nh3.ALLOWED_TAGS - {"area", "map"}) | {"main", "section", "input"}
+ATTRIBUTES = {
+    "*": {"class", "id", "title", "lang", "dir"},
+    "a": {"href", "name"},
+    "img": {"src", "alt", "width", "height"},
+    "input": {"type", "checked", "disabled"},  # markdown task lists
+    "ol": {"start"},
+    "td": {"align", "colspan", "rowspan", "style"},
+    "th": {"align", "colspan", "rowspan", "style"},
+}
+# Dropped with everything inside them (ammonia drops other unknown tags but keeps their text).
+DROP_WITH_CONTENT = {"script", "style", "iframe", "frame", "frameset", "object", "embed", "applet",
+                     "noscript", "template", "svg", "math", "textarea", "select", "title"}
+
+
+def _keep_attribute(tag: str, attribute: str, value: str) -> str | None:
+    """What an allowed attribute may hold: no address the page would load or run."""
+    if attribute == "src":  # only images inside the page itself
+        return value if value.strip().lower().startswith("data:image/") else None
+    if attribute == "href":  # an anchor of the page, or a link the reader chooses to follow
+        url = value.strip()
+        if url.startswith("#"):
+            return url
+        parts = urlsplit(url)
+        return url if parts.scheme.lower() in ("http", "https", "mailto") and (parts.netloc or parts.path) else None
+    if attribute == "type":
+        return value if value.lower() == "checkbox" else None
+    return value
+
+
+_CLEANER = nh3.Cleaner(tags=TAGS, clean_content_tags=DROP_WITH_CONTENT, attributes=ATTRIBUTES,
+                       attribute_filter=_keep_attribute, url_schemes={"http", "https", "mailto", "data"},
+                       filter_style_properties={"text-align"}, link_rel="noopener noreferrer nofollow")
+
+
+def sanitize_html(html: str) -> str:
+    """A student's HTML with nothing that runs, loads or leaves the page (see the module docstring)."""
+    # Control characters are removed after cleaning: a reference such as &#27; comes out as one.
+    return CONTROL.sub("", _CLEANER.clean(html))
+
+
+# -- how much math a page typesets -------------------------------------------------------------------
+
+@dataclass
+class MathBudget:
+    """How much TeX one page hands to MathJax; a markdown cell over it is shown as TeX text.
+
+    What MathJax spends on one formula is bounded by its ``maxMacros``/``maxBuffer`` (the
+    template); its time on a page grows with the formulas and their size (measured in headless
+    Chromium on a loaded 2-core machine: 5,000 ``\\frac{a}{b}`` took 69 s, 300 formulas nesting
+    ``\\frac`` 10 deep 20 s). The course's own pages hold at most 103 formulas and 1,842 characters
+    of TeX, 21 formulas and 374 characters in a cell, nesting braces 2 deep: the limits leave
+    several times that to a student's answers.
+    """
+
+    cell_formulas: int = 100
+    cell_tex: int = 3_000
+    depth: int = 10
+    page_formulas: int = 400
+    page_tex: int = 8_000
+    spent_formulas: int = 0
+    spent_tex: int = 0
+
+    def refuse(self, source: str) -> str | None:
+        """Why the math of ``source`` is not typeset, or None (then it is counted as spent)."""
+        formulas, tex = count_tex(source)
+        if not formulas:
+            return None
+        if formulas > self.cell_formulas or tex > self.cell_tex:
+            return f"this cell has more math than a feedback page typesets ({formulas} formulas, {tex:,} characters)"
+        if _brace_depth(source) > self.depth:
+            return f"braces nested more than {self.depth} deep"
+        if self.spent_formulas + formulas > self.page_formulas or self.spent_tex + tex > self.page_tex:
+            return "the page has more math than a feedback page typesets"
+        self.spent_formulas += formulas
+        self.spent_tex += tex
+        return None
+
+
+_MATH_TOKEN = re.compile(r"\\\$|\$\$|\$|\\[()\[\]]|\\(?:begin|end)\{")
+_CLOSER = {"$$": "$$", "$": "$", "\\(": "\\)", "\\[": "\\]"}
+
+
+def count_tex(text: str) -> tuple[int, int]:
+    """(formulas, characters of TeX) that MathJax would find in ``text``, in one pass: ``$...$``,
+    ``$$...$$``, ``\\(...\\)``, ``\\[...\\]`` and ``\\begin{...}...\\end{...}``; ``\\$`` is a dollar."""
+    formulas = chars = start = environments = 0
+    closer = None
+    for token in _MATH_TOKEN.finditer(text):
+        kind = token.group()
+        if kind == "\\$":
+            continue
+        if closer is None and environments == 0:
+            if kind in _CLOSER:
+                closer, start = _CLOSER[kind], token.end()
+            elif kind == "\\begin{":
+                environments, start = 1, token.start()
+        elif closer is not None:
+            if kind == closer:
+                formulas, chars, closer = formulas + 1, chars + token.start() - start, None
+        elif kind == "\\begin{":
+            environments += 1
+        elif kind == "\\end{":
+            environments -= 1
+            if environments == 0:
+                formulas, chars = formulas + 1, chars + token.end() - start
+    if closer is not None or environments:  # an unclosed formula: MathJax reads to the end
+        formulas, chars = formulas + 1, chars + len(text) - start
+    return formulas, chars
+
+
+def _brace_depth(text: str) -> int:
+    depth = deepest = 0
+    for brace in re.findall(r"(?<!\\)[{}]", text):
+        depth = depth + 1 if brace == "{" else max(depth - 1, 0)
+        deepest = max(deepest, depth)
+    return deepest
+
+
+class SafeHTMLExporter(HTMLExporter):
+    """nbconvert's HTML exporter with every piece of the notebook's HTML through
+    :func:`sanitize_html` and its math within a :class:`MathBudget`."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.sanitize_html = True  # the templates then pass outputs through clean_html and drop scripts
+        self.math = MathBudget()
+
+    def from_notebook_node(self, nb, resources=None, **kw):
+        self.math = MathBudget()  # one budget per page
+        return super().from_notebook_node(nb, resources, **kw)
+
+    def default_filters(self):
+        yield from super().default_filters()
+        yield ("clean_html", sanitize_html)  # in place of nbconvert's bleach-based one
+
+    @pass_context
+    def markdown2html(self, context, source: str) -> str:
+        html = sanitize_html(super().markdown2html(context, source))
+        refused = self.math.refuse(source)
+        if refused is None:
+            return html
+        # Sanitized first, so the fragment is balanced and cannot close the wrapper early.
+        return (f'<div class="tex2jax_ignore"><p class="math-as-text">Math shown as TeX: {refused}.</p>'
+                f"{html}</div>")
+
+
+def mathjax_dir() -> Path:
+    dist = importlib.metadata.distribution("sphinx-mathjax-offline")
+    path = Path(str(dist.locate_file("sphinx-mathjax-offline/static/mathjax")))
+    if not (path / "tex-chtml.js").is_file():
+        raise CourseError(f"MathJax 3 not found at {path}: install sphinx-mathjax-offline (requirements.txt)")
+    return path
+
+
+def _link_or_copy(src: str, dst: str) -> None:
+    try:
+        os.link(src, dst)
+    except OSError:  # another file system, or links not allowed
+        shutil.copy2(src, dst)
+
+
+def install_mathjax(folder: Path) -> None:
+    source = mathjax_dir()
+    target = folder / "mathjax"
+    shutil.rmtree(target, ignore_errors=True)
+    for part in MATHJAX_PARTS:
+        if (source / part).is_dir():
+            shutil.copytree(source / part, target / part, copy_function=_link_or_copy)
+        else:
+            (target / part).parent.mkdir(parents=True, exist_ok=True)
+            _link_or_copy(str(source / part), str(target / part))
+
+
+@dataclass
+class FeedbackReport:
+    pages: list[Path] = field(default_factory=list)
+    failed: list[tuple[str, str]] = field(default_factory=list)  # student, reason
+
+
+def inline_mathjax(html: str) -> str:
+    """The page with MathJax inside it, for where the ``mathjax/`` folder does not follow: nbgrader's
+    release_feedback hands a student the ``*.html`` only. The SVG component with every TeX
+    extension (the bounds of the template's ``window.MathJax`` still apply) draws its glyphs
+    itself, so it needs neither font files nor extension files beside the page."""
+    tag = re.search(r'<script\b[^>]*\bsrc="mathjax/tex-chtml\.js"[^>]*>\s*</script>', html)
+    if tag is None:
+        raise CourseError("the feedback page has no MathJax script to inline: the template changed")
+    code = (mathjax_dir() / MATHJAX_INLINE).read_text(encoding="utf-8")
+    if re.search(r"</?script", code, re.I):
+        # HTML ends a script element at "</script" (and "<!--" followed by "<script" changes how
+        # it reads on); escaping them in minified code could break a regex literal: refuse instead.
+        raise CourseError(f"{MATHJAX_INLINE} contains a script tag and cannot be inlined into a page")
+    return f'{html[:tag.start()]}<script id="MathJax-script">{code}</script>{html[tag.end():]}'
+
+
+def feedback(course: Course, assignment: str, exchange: str | Path | None = None) -> FeedbackReport:
+    """Write feedback/<student>/<assignment>/*.html for every autograded student.
+
+    A student whose page cannot be made is reported with the reason; the others' pages are written.
+    With ``exchange`` (``None`` for no exchange, ``""`` for the course's ``c.Exchange.root``) the
+    pages carry MathJax inside them and nbgrader's release_feedback puts them in the exchange,
+    where the student's *Fetch Feedback* finds them (by the submission's secret).
+    """
+    release = course.exchange_config(exchange) if exchange is not None else None  # a missing exchange fails first
+    students = [s for s in course.submitted_students(assignment) if course.autograded_dir(s, assignment).is_dir()]
+    if not students:
+        raise CourseError(f"nothing autograded for {assignment} yet: run `autograder grade {assignment}` first")
+    config = configure_feedback(course.config())
+    config.GenerateFeedback.exporter_class = SafeHTMLExporter
+    api = course.api(config)
+    report = FeedbackReport()
+    for student in students:
+        try:
+            report.pages += _student_feedback(course, api, assignment, student, inline=release is not None)
+        except Exception as error:  # this student's page only; the reason goes in the report
+            message = str(error) if isinstance(error, CourseError) else f"{type(error).__name__}: {error}"
+            report.failed.append((student, message))
+    if release is not None and report.pages:
+        release.CourseDirectory.student_id_exclude = ",".join(student for student, _ in report.failed)
+        result = course.api(release).release_feedback(assignment)
+        if not result["success"]:
+            raise CourseError(f"nbgrader release_feedback failed for {assignment}:\n{nbgrader_errors(result)}")
+    return report
+
+
+def _student_feedback(course: Course, api, assignment: str, student: str, inline: bool = False) -> list[Path]:
+    with temp_attrs(api.coursedir, assignment_id=assignment, student_id=student):
+        app = GenerateFeedback(coursedir=api.coursedir, parent=api)
+        app.force = True
+        result = capture_log(app)
+    if not result["success"]:
+        errors = [line for line in (result.get("log") or "").splitlines() if line.startswith("[ERROR]")]
+        raise CourseError("nbgrader generate_feedback failed: " + "; ".join(errors[:5] or [result.get("error", "")]))
+    folder = course.feedback_dir(student, assignment)
+    # release_feedback reads the submission's time and secret beside the page (as nbgrader's own
+    # feedback folder has them); the secret names the page in the exchange for the student's fetch.
+    for name in ("timestamp.txt", "submission_secret.txt"):
+        source = course.submitted_dir(student, assignment) / name
+        if source.is_file() and not source.is_symlink():
+            shutil.copyfile(source, folder / name)
+    install_mathjax(folder)
+    pages = sorted(folder.glob("*.html"))
+    for page in pages:
+        html = page.read_text()
+        remote = _REMOTE.search(html)
+        if remote:  # a template or nbconvert change brought a network load back: no page rather than that one
+            page.unlink()
+            raise CourseError(f"{page.name} would load something from the network ({remote.group(0)[:100]}); "
+                              "page removed")
+        html = CONTROL.sub("", html)
+        page.write_text(inline_mathjax(html) if inline else html)
+    return pages

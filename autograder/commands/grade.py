@@ -1,0 +1,252 @@
+"""``autograder grade``: grade every submission of an assignment, in parallel and resumably.
+
+How it works, and why:
+
+* **The verdict is decided where no student code runs.** Each student is graded by a worker
+  (:mod:`autograder.judge.worker`), a trusted process that reads the notebooks as data, restores their
+  structure from the source notebook (:mod:`autograder.judge.restore`: the template wins) and judges
+  each exercise (:mod:`autograder.judge`): the student's cells run in a sandbox of their own per
+  exercise (bubblewrap: no network, uid 65534, nothing of the course, the gradebook, the other
+  students, solutions/ or the hidden checks visible; memory, CPU, process, file and output
+  limits), the hidden check runs in the worker on plain data. A crash, hang or attack in one
+  exercise costs that exercise only. Where no sandbox can be made, grading refuses to run unless
+  the instructor passes ``unsafe=True`` (``--unsafe``).
+* **One writer.** This process is the only one that writes the real gradebook (any SQLAlchemy
+  URL). It runs nbgrader's SaveAutoGrades and AssignLatePenalties preprocessors on the autograded
+  notebooks the worker wrote (no execution; the student's extension and earlier manual grades are
+  honoured as nbgrader would), then moves the autograded folder into place, then writes a
+  "graded" marker.
+* **Done** means: the marker exists and matches a fingerprint of the submitted files, the
+  autograded notebooks exist, and the gradebook holds the submission with the submitted
+  timestamp. The marker is written last and removed before a regrade starts, so a crash at any
+  point (kill -9, power cut) leaves the student "not done" and a rerun grades them again,
+  overwriting the same rows (nbgrader's update_or_create): nothing lost, nothing duplicated.
+  Ctrl-C is gentler: it stops the run between two students, never inside a gradebook write.
+  A re-collected (changed) submission no longer matches its marker and is graded again.
+* **Limits.** Per exercise: a time budget for its sandbox (``cell_timeout``, default the
+  course's ``Execute.timeout``), counted on the sandbox's own clock so that another student's
+  load cannot use it up (:meth:`autograder.judge.session.Session.clock`), and the sandbox's
+  memory cap (``memory_mb``). Per notebook: a wall clock here as a backstop; on expiry the
+  worker and every process it started are killed.
+* **Workers** are forked from a forkserver that imported the judge once, each in a session of
+  its own, and die with the grader (PR_SET_PDEATHSIG).
+
+Here: the command and its run loop (:class:`GradingRun`, over an executor of
+:mod:`autograder.grading.executors`); the workers and their scratch folders are
+:mod:`autograder.grading.workers`, the ledger and the gradebook writes :mod:`autograder.grading.record`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import shutil
+import signal
+import sys
+import threading
+from collections import deque
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from tqdm import tqdm
+
+from autograder.course import Course, CourseError, notebook
+from autograder.grading.record import Ledger, Outcome, _graded_outcome, _record, fingerprint
+from autograder.grading.workers import Finished, Limits, Run
+
+if TYPE_CHECKING:
+    from autograder.grading.executors import Executor
+
+
+class StopRequest:
+    """Ctrl-C while grading is a request to stop at the next safe point.
+
+    A KeyboardInterrupt raised anywhere could land inside a gradebook session and leave a SQLite
+    connection holding its lock (seen in testing: the next run then fails with "database is
+    locked"). Instead, SIGINT only sets a flag and writes a byte to :attr:`wakeup` (a pipe an
+    executor waits on beside its workers, so the request is seen at once), and
+    :meth:`checkpoint` raises between students, where no database session is open.
+    """
+
+    def __init__(self) -> None:
+        self.requested = False
+        self._previous: Any = None
+        self.wakeup, self._wakeup_w = os.pipe()
+
+    def __enter__(self) -> StopRequest:
+        if threading.current_thread() is threading.main_thread():  # signals are main-thread only
+            self._previous = signal.signal(signal.SIGINT, self._request)
+        return self
+
+    def _request(self, signum: int, frame: object) -> None:
+        self.requested = True
+        with contextlib.suppress(OSError):
+            os.write(self._wakeup_w, b"!")
+
+    def checkpoint(self) -> None:
+        if self.requested:
+            raise KeyboardInterrupt
+
+    def __exit__(self, *exc: object) -> None:
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)
+        os.close(self.wakeup)
+        os.close(self._wakeup_w)
+
+
+
+
+
+
+
+
+
+
+
+
+# -- the command ---------------------------------------------------------------------------------
+
+@contextlib.contextmanager
+def _exclusive(course: Course, assignment: str):
+    course.state_dir.mkdir(exist_ok=True)
+    with open(course.state_dir / f"grade-{assignment}.lock", "w") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise CourseError(f"another `autograder grade {assignment}` is running on {course.root}") from None
+        yield  # the kernel drops the lock when this process ends, however it ends
+
+
+def select_students(course: Course, assignment: str, students: list[str] | None) -> list[str]:
+    submitted = course.submitted_students(assignment)
+    if students is None:
+        return submitted
+    unknown = sorted(set(students) - set(submitted))
+    if unknown:
+        raise CourseError(f"no submission of {assignment} from: {', '.join(unknown)} "
+                          f"(in {course.submitted_dir('*', assignment).parent.parent})")
+    return [s for s in submitted if s in students]
+
+
+def require_sandbox(unsafe: bool) -> None:
+    """Refuse to run student code without a sandbox, unless the instructor said so."""
+    from autograder.judge.session import probe
+    reason = probe()
+    if reason is not None and not unsafe:
+        raise CourseError(f"cannot make a sandbox for student code here: {reason}. Install bubblewrap "
+                          "(`apt-get install bubblewrap`), or pass --unsafe to grade without one "
+                          "(student code then runs as you, and can read and change your files)")
+
+
+def grade(course: Course, assignment: str, students: list[str] | None = None, *, jobs: int = 1,
+          limits: Limits = Limits(), force: bool = False, progress: bool = True,
+          unsafe: bool = False, scheduler: str | None = None) -> list[Outcome]:
+    """Grade the submissions of ``assignment``; returns one Outcome per selected student.
+
+    ``scheduler`` (``tcp://HOST:PORT``): grade on that Dask cluster's workers instead of ``jobs``
+    local ones (:mod:`autograder.grading.executors`); this process still records every grade."""
+    from autograder.grading.executors import DaskExecutor, LocalExecutor
+
+    course.require_assignment(assignment)
+    if scheduler is None:
+        require_sandbox(unsafe)  # a Dask cluster's workers are asked, each for itself
+    students = select_students(course, assignment, students)
+    ledger = Ledger(course, assignment)
+    outcomes: dict[str, Outcome] = {}
+    with _exclusive(course, assignment), StopRequest() as stop:
+        with course.gradebook() as gb:
+            done = [s for s in students if not force and ledger.is_done(gb, s)]
+        for student in done:
+            outcomes[student] = _graded_outcome(course, assignment, student, "already graded")
+        todo = [s for s in students if s not in outcomes]
+        if todo:
+            run = Run(course, assignment)
+            executor: Executor
+            try:
+                if scheduler is None:
+                    executor = LocalExecutor(course, assignment, limits, unsafe, run, jobs)
+                else:
+                    executor = DaskExecutor(scheduler, course, assignment, limits, unsafe, run)
+                try:
+                    outcomes.update(GradingRun(course, assignment, ledger, executor, stop, progress).grade(todo))
+                finally:
+                    executor.close()  # on Ctrl-C or an error: stops what is still running
+            finally:
+                run.close()
+    return [outcomes[s] for s in students if s in outcomes]
+
+
+@dataclass
+class GradingRun:
+    """Grading a list of students through one executor, recording each as its worker finishes.
+
+    The executor starts workers (local processes or Dask tasks) and blocks until at least one
+    has finished; this object is the only writer of the ledger and the gradebook, so whatever
+    runs the workers, "done" keeps one meaning.
+    """
+    course: Course
+    assignment: str
+    ledger: Ledger
+    executor: Executor
+    stop: StopRequest
+    progress: bool = True
+    outcomes: dict[str, Outcome] = field(default_factory=dict)
+
+    def grade(self, students: list[str]) -> dict[str, Outcome]:
+        todo = deque(students)
+        with tqdm(total=len(todo), desc=f"grading {self.assignment}", unit="student",
+                  disable=not self.progress, file=sys.stderr) as bar:
+            while todo or self.executor.busy():
+                self.stop.checkpoint()
+                while todo and self.executor.room() > 0:
+                    self._launch(todo.popleft())
+                for done in self.executor.wait(self.stop):
+                    self._finish(done, bar)
+        return self.outcomes
+
+    def _launch(self, student: str) -> None:
+        self.ledger.unmark(student)  # from here until recorded, this student is not done
+        self.executor.submit(student, fingerprint(self.course.submitted_dir(student, self.assignment)))
+
+    def _finish(self, done: Finished, bar: tqdm) -> None:
+        if done.student in self.outcomes:  # a task Dask ran twice: the first reply counts
+            return
+        try:
+            if done.result is None:
+                outcome = Outcome(done.student, "failed", done.failure, log=done.log)
+            else:
+                outcome = _record(self.course, self.assignment, done, self.ledger, done.result)
+        finally:
+            if done.scratch is not None:
+                shutil.rmtree(done.scratch, ignore_errors=True)
+        outcome.seconds = done.seconds
+        if outcome.status == "failed":
+            self.ledger.mark_failed(done.student, outcome.detail, outcome.log)
+        self.outcomes[done.student] = outcome
+        bar.set_postfix_str(f"{done.student}: {outcome.status}")
+        bar.update(1)
+
+
+def wall_limit(course: Course, assignment: str, limits: Limits) -> float:
+    """The backstop for one student: by default long enough for every exercise to use its whole
+    budget (a student whose every answer hangs still gets each exercise judged, and 0 for those),
+    twice (an exercise that finds a hung cell is judged again without it), each stretched as far
+    as a sandbox's clock may lag the wall clock on a busy machine (``WALL_STRETCH``)."""
+    from autograder.judge.session import WALL_STRETCH
+    notebooks = course.notebooks(assignment)
+    if limits.notebook_timeout is not None:
+        return limits.notebook_timeout * max(1, len(notebooks))
+    from autograder.judge import catalogue
+    from autograder.judge.submission import judged_exercises
+    total = 0.0
+    for name in notebooks:
+        for exercise in judged_exercises(notebook.read(course.source_dir(assignment) / f"{name}.ipynb").cells):
+            budget = getattr(catalogue.declared(exercise), "budget", None) or exercise_budget(course, limits)
+            total += 2 * (WALL_STRETCH * budget + 5)
+    return total + 60
+
+
+def exercise_budget(course: Course, limits: Limits) -> float:
+    """Seconds of sandbox clock per exercise, unless its spec says otherwise."""
+    return limits.cell_timeout or course.config().Execute.get("timeout") or 60

@@ -1,0 +1,336 @@
+"""The LMS round trip: a roster of LMS identities, Canvas and Moodle export names, their grade imports.
+
+**Roster** (``autograder students import roster.csv``): a CSV with a header row; ``id`` (the course
+id, the nbgrader student id; :data:`autograder.commands.collect.STUDENT_ID_RULE`) is required, every other
+column optional and any cell of them may be empty: ``first_name``, ``last_name``, ``email``,
+``canvas_id`` (Canvas's numeric user id), ``moodle_id`` (Moodle's participant id, digits),
+``sis_id`` (the university's student number: Canvas's "SIS User ID", Moodle's "ID number") and
+``sis_login_id`` (Canvas's "SIS Login ID"). An import replaces the roster (kept in
+``.autograder/roster.csv`` of the course) and fills nbgrader's student table. A bad row stops the
+import before anything is written, its error naming the file, the line and the column; a course
+id, a Canvas id, a Moodle id or an email given twice is refused.
+
+**Canvas** ("Download submissions" of an assignment): a zip of flat files. Canvas's own
+``lib/content_zipper.rb`` (instructure/canvas-lms, ``get_filename``/``add_upload_submission``)
+names each uploaded file ``<name>[_LATE]_<user id>_<file id>_<original name>``, where ``<name>``
+is the sortable name ("Doe, Jane") lower-cased with every non-word character removed
+(``doejane``), ``_LATE`` marks a submission Canvas itself counts as late, ``<user id>`` is the
+Canvas user id (``anon_<id>`` when the assignment anonymises students: those cannot be mapped and
+are skipped), and the third field is the id of the uploaded file (the brief's "submission id"; an
+issue in canvas-lms shows ``studenttest_3143_207797_zipsubmission.zip``). A resubmitted file keeps
+its name with ``-1``, ``-2`` added by Canvas before the extension (the threads students open about
+``PPP-1.jar``). The user id is mapped to a course id through the roster's ``canvas_id``.
+
+**Moodle** ("Download all submissions" of an assignment): ``mod/assign`` (``locallib.php``,
+``download_submissions``) makes, by default since Moodle 3.1, one folder per submission and plugin
+named ``clean_filename(<Full Name>_<participant id>_assignsubmission_file)`` (older releases end it
+with ``_`` and write ``<prefix>_assignsubmission_file_<file name>`` flat, both are read), the
+full name with ``_`` replaced by spaces. The participant id is Moodle's per-assignment
+``assign_user_mapping`` id, so it maps through the roster's ``moodle_id`` only where the roster
+was written for that assignment; otherwise the full name (``first_name last_name`` of the roster,
+case and spacing ignored) maps when exactly one student has it, and an ambiguous name is refused
+with the reason.
+
+**Late submissions**: nbgrader decides lateness from ``timestamp.txt`` against the due date, and
+that logic is kept. Neither export carries a submission time file; a zip entry's time is the time
+the export was made (Canvas writes entries when the zip is built), so a Canvas file *without*
+``_LATE`` that would look late by it gets the due date as its time (Canvas says it was on time), and
+one *with* ``_LATE`` keeps the entry's time (an upper bound of the submission time: the penalty
+computed from it is reported as such by collect). Moodle files keep the entry's time; one after the
+due date is reported as late by that time, which the instructor checks against Moodle's grading
+table (its "Last modified (submission)" column), since no Moodle layout says whether it was late.
+
+**Grade imports** (``autograder report``): ``canvas_grades.csv`` in the layout of Canvas's own
+gradebook export, which its importer reads back (``Student,ID,SIS User ID,SIS Login ID,Section``
+then one column ``<assignment name> (<assignment id>)``; a second row whose first cell is
+``Points Possible``, which ``GradebookImporter`` recognises and skips as a student row; a student
+is matched by ``ID``); ``moodle_grades.csv`` for Moodle's "Import > CSV file" (gradeimport_csv:
+the teacher maps one identifier column, here ``Email address`` or ``ID number``, to the user and
+the grade column, and optionally the ``Feedback`` column, to the grade item). Scores are after the
+late penalty. A student of the roster without a complete grade (no submission, failed, written
+answers not graded yet) gets an empty cell: both importers then leave the LMS grade as it is.
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+import unicodedata
+from collections.abc import Iterable
+from dataclasses import dataclass, fields
+from pathlib import Path, PurePosixPath
+
+from autograder.course import Course, CourseError
+
+ROSTER_COLUMNS = ("id", "first_name", "last_name", "email", "canvas_id", "moodle_id", "sis_id", "sis_login_id")
+UNIQUE_COLUMNS = ("id", "email", "canvas_id", "moodle_id")
+LMS_NAMES = ("canvas", "moodle")
+
+# <name>[_LATE]_<user id>_<file id>_<original name>; the name holds no "_<digits>_" (Canvas removes it);
+# an anonymised assignment has no name and "anon_<id>" for the user id
+CANVAS_FILE = re.compile(r"(?:(?P<name>\w*?)(?P<late>_LATE)?_)?(?P<user>\d+|anon_[A-Za-z0-9]+)_(?P<file>\d+)_"
+                         r"(?P<original>.+)")
+MOODLE_FOLDER = re.compile(r"(?P<name>.+?)_(?P<participant>\d+)_+assignsubmission_file_?")
+MOODLE_FLAT = re.compile(r"(?P<name>.+?)_(?P<participant>\d+)_+assignsubmission_file_(?P<original>.+)")
+RESUBMITTED = re.compile(r"(?P<stem>.+)-(?P<n>\d+)")
+
+
+@dataclass(frozen=True)
+class Student:
+    id: str
+    first_name: str = ""
+    last_name: str = ""
+    email: str = ""
+    canvas_id: str = ""
+    moodle_id: str = ""
+    sis_id: str = ""
+    sis_login_id: str = ""
+
+    @property
+    def full_name(self) -> str:
+        return " ".join(part for part in (self.first_name, self.last_name) if part)
+
+    @property
+    def sortable_name(self) -> str:
+        """Canvas's "Last, First" form."""
+        return ", ".join(part for part in (self.last_name, self.first_name) if part) or self.id
+
+
+@dataclass
+class Roster:
+    students: list[Student]
+
+    def by(self, column: str, value: str) -> Student | None:
+        return next((s for s in self.students if value and getattr(s, column) == value), None)
+
+    def named(self, full_name: str) -> list[Student]:
+        key = _name_key(full_name)
+        return [s for s in self.students if s.full_name and _name_key(s.full_name) == key]
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Whose file an LMS export entry is, and what the LMS says about it."""
+    student: str
+    original: str           # the file name the student uploaded, the LMS's additions removed
+    late: bool | None       # Canvas's _LATE flag; None when the layout does not say
+    rank: int               # orders two copies of one notebook: Canvas's file id, a resubmission's -N
+    system: str = "canvas"
+
+
+def _name_key(name: str) -> str:
+    return " ".join(unicodedata.normalize("NFC", name).casefold().split())
+
+
+# -- the roster ----------------------------------------------------------------------------------
+
+def read_roster(path: str | Path) -> Roster:
+    """The roster in ``path``, or CourseError naming the file, the line and the column at fault."""
+    from autograder.commands.collect import check_student_id, printable
+
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8-sig")  # a spreadsheet's byte-order mark is fine
+    except (OSError, UnicodeDecodeError) as error:
+        raise CourseError(f"roster {path}: cannot be read ({error})") from None
+    reader = csv.DictReader(text.splitlines())
+    header = [(name or "").strip() for name in reader.fieldnames or []]
+    if "id" not in header:
+        raise CourseError(f"roster {path}, line 1: no 'id' column (the header names the columns: "
+                          f"{', '.join(ROSTER_COLUMNS)}; only id is required)")
+    unknown = [name for name in header if name not in ROSTER_COLUMNS]
+    if unknown:
+        raise CourseError(f"roster {path}, line 1: unknown column(s) {', '.join(map(repr, unknown))} "
+                          f"(columns: {', '.join(ROSTER_COLUMNS)})")
+    reader.fieldnames = header
+    students: list[Student] = []
+    seen: dict[tuple[str, str], int] = {}
+    for number, row in enumerate(reader, 2):
+        if None in row:
+            raise CourseError(f"roster {path}, line {number}: more cells than the header has columns")
+        cells = {name: (row.get(name) or "").strip() for name in ROSTER_COLUMNS}
+        if not any(cells.values()):
+            continue
+        where = f"roster {path}, line {number}"
+        try:
+            check_student_id(cells["id"])
+        except ValueError as error:
+            raise CourseError(f"{where}, column id: {error}") from None
+        for column in ("canvas_id", "moodle_id"):
+            if cells[column] and not cells[column].isdigit():
+                raise CourseError(f"{where}, column {column}: {printable(repr(cells[column]))} is not a number "
+                                  "(the LMS's numeric id)")
+        if cells["email"] and not re.fullmatch(r"[^@\s]+@[^@\s]+", cells["email"]):
+            raise CourseError(f"{where}, column email: {printable(repr(cells['email']))} is not an email address")
+        for column in UNIQUE_COLUMNS:
+            value = cells[column].casefold() if column == "email" else cells[column]
+            if not value:
+                continue
+            if (column, value) in seen:
+                raise CourseError(f"{where}, column {column}: {printable(repr(cells[column]))} is already on "
+                                  f"line {seen[column, value]} (each {column} names one student)")
+            seen[column, value] = number
+        students.append(Student(**cells))
+    return Roster(students)
+
+
+def roster_path(course: Course) -> Path:
+    return course.state_dir / "roster.csv"
+
+
+def load_roster(course: Course) -> Roster | None:
+    """The course's imported roster, or None before ``students import``."""
+    path = roster_path(course)
+    return read_roster(path) if path.is_file() else None
+
+
+def import_roster(course: Course, source: str | Path) -> Roster:
+    """Check ``source``, fill nbgrader's student table from it, then keep it as the course roster."""
+    roster = read_roster(source)
+    if not roster.students:
+        raise CourseError(f"roster {source}: no students")
+    with course.gradebook() as gb:
+        for s in roster.students:
+            gb.update_or_create_student(s.id, first_name=s.first_name or None, last_name=s.last_name or None,
+                                        email=s.email or None, lms_user_id=s.canvas_id or s.moodle_id or None)
+    path = roster_path(course)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    staging = path.with_name(f".{path.name}.incoming")
+    with open(staging, "w", newline="", encoding="utf-8") as handle:
+        out = csv.writer(handle)
+        out.writerow(ROSTER_COLUMNS)
+        for s in roster.students:
+            out.writerow([getattr(s, f.name) for f in fields(Student)])
+    staging.replace(path)
+    return roster
+
+
+# -- export layouts ------------------------------------------------------------------------------
+
+def canvas_placement(path: PurePosixPath, roster: Roster | None) -> Placement | None:
+    """The Canvas reading of an export file, None if its name is not Canvas's, ValueError if it is
+    Canvas's but names nobody of the roster."""
+    match = CANVAS_FILE.fullmatch(path.name)
+    if not match:
+        return None
+    user = match["user"]
+    if user.startswith("anon_"):
+        raise ValueError(f"Canvas anonymous submission ({user}): unmask the assignment's students before "
+                         "downloading, or use --map")
+    if roster is None:
+        raise ValueError(f"Canvas user id {user}: no roster to map it (autograder students import roster.csv)")
+    student = roster.by("canvas_id", user)
+    if student is None:
+        raise ValueError(f"Canvas user id {user} is not in the roster (no row with canvas_id {user})")
+    return Placement(student.id, match["original"], match["late"] is not None, int(match["file"]))
+
+
+def moodle_placement(path: PurePosixPath, roster: Roster | None) -> Placement | None:
+    """The Moodle reading of an export file (its folder, or its flat name), like :func:`canvas_placement`."""
+    match, original = None, path.name
+    for folder in path.parts[:-1]:
+        match = MOODLE_FOLDER.fullmatch(folder) or match
+    if match is None:
+        match = MOODLE_FLAT.fullmatch(path.name)
+        if match is None:
+            return None
+        original = match["original"]
+    name, participant = match["name"].strip(), match["participant"]
+    if roster is None:
+        raise ValueError(f"Moodle participant {participant} ({name}): no roster to map it "
+                         "(autograder students import roster.csv)")
+    student = roster.by("moodle_id", participant)
+    if student is None:
+        named = roster.named(name)
+        if len(named) > 1:
+            raise ValueError(f"Moodle participant {participant}: {len(named)} students of the roster are named "
+                             f"{name!r} ({', '.join(s.id for s in named)}); give them their moodle_id")
+        if not named:
+            raise ValueError(f"Moodle participant {participant} ({name}) is not in the roster "
+                             "(no moodle_id and no first_name last_name that match)")
+        student = named[0]
+    return Placement(student.id, original, None, 0, "moodle")
+
+
+def lms_placement(path: PurePosixPath, lms: str, roster: Roster | None) -> Placement | None:
+    """The placement of an export file under ``--lms`` (``auto``, ``canvas``, ``moodle`` or ``none``):
+    None leaves the file to collect's own rules (``none``, or ``auto`` with neither layout's name)."""
+    if lms == "none":
+        return None
+    readers = {"canvas": canvas_placement, "moodle": moodle_placement}
+    for name in (LMS_NAMES if lms == "auto" else (lms,)):
+        placement = readers[name](path, roster)
+        if placement is not None:
+            return placement
+    if lms != "auto":
+        raise ValueError(f"not a {lms.capitalize()} export name (--lms {lms})")
+    return None
+
+
+def notebook_of(original: str, notebooks: list[str]) -> tuple[str, int]:
+    """(notebook, resubmission number) of an uploaded file name, or ValueError. Canvas's ``-1``,
+    ``-2`` is removed; with a single notebook in the assignment, any ``.ipynb`` name is that notebook."""
+    stem = PurePosixPath(original).stem
+    if stem in notebooks:
+        return stem, 0
+    resubmitted = RESUBMITTED.fullmatch(stem)
+    if resubmitted and resubmitted["stem"] in notebooks:
+        return resubmitted["stem"], int(resubmitted["n"])
+    if len(notebooks) == 1:
+        return notebooks[0], 0
+    raise ValueError(f"unknown notebook {original!r} (expected one of {', '.join(notebooks)})")
+
+
+# -- grade imports -------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Grade:
+    """What the LMS receives for one student: a score (after the late penalty) or nothing yet."""
+    score: float | None
+    feedback: str
+
+
+def _num(value: float | None) -> str:
+    return "" if value is None else f"{value:g}"
+
+
+def write_canvas(path: Path, roster: Roster, column: str, points: float, grades: dict[str, Grade]) -> list[str]:
+    """Canvas's gradebook CSV; returns the roster ids left out (no canvas_id: Canvas could not match them)."""
+    left_out = [s.id for s in roster.students if not s.canvas_id]
+    with open(path, "w", newline="", encoding="utf-8") as handle:
+        out = csv.writer(handle)
+        out.writerow(["Student", "ID", "SIS User ID", "SIS Login ID", "Section", column])
+        out.writerow(["Points Possible", "", "", "", "", _num(points)])
+        for s in roster.students:
+            if s.canvas_id:
+                grade = grades.get(s.id)
+                out.writerow([s.sortable_name, s.canvas_id, s.sis_id, s.sis_login_id, "",
+                              _num(grade.score) if grade else ""])
+    return left_out
+
+
+def write_moodle(path: Path, roster: Roster, column: str, grades: dict[str, Grade]) -> list[str]:
+    """Moodle's grade-import CSV; returns the roster ids left out (neither email nor ID number)."""
+    left_out = [s.id for s in roster.students if not (s.email or s.sis_id)]
+    with open(path, "w", newline="", encoding="utf-8") as handle:
+        out = csv.writer(handle)
+        out.writerow(["Email address", "ID number", "First name", "Last name", column, "Feedback"])
+        for s in roster.students:
+            if s.email or s.sis_id:
+                grade = grades.get(s.id)
+                out.writerow([s.email, s.sis_id, s.first_name, s.last_name,
+                              _num(grade.score) if grade else "", grade.feedback if grade else ""])
+    return left_out
+
+
+def parse_lms_list(text: str) -> list[str]:
+    names = [name.strip().lower() for name in text.split(",") if name.strip()]
+    bad = [name for name in names if name not in (*LMS_NAMES, "none")]
+    if bad or not names:
+        raise CourseError(f"--lms {text!r}: name canvas, moodle (comma-separated) or none")
+    return [] if names == ["none"] else list(dict.fromkeys(names))
+
+
+def students_table(roster: Roster) -> Iterable[list[str]]:
+    for s in roster.students:
+        yield [s.id, s.full_name, s.email, s.canvas_id, s.moodle_id, s.sis_id]

@@ -1,0 +1,159 @@
+"""What the checks of a03_im2col share."""
+from __future__ import annotations
+
+import importlib
+
+import numpy as np
+
+from autograder.judge.checks import (
+    GradingFailure,
+    close,
+    in_sandbox,
+    reference_engine,
+    run,
+    student_engine,
+    time_limit,
+    type_name,
+)
+
+TIME_LIMIT = 30.0
+
+
+def _slow(name: str) -> str:
+    return (f"{name}: the checks took more than {TIME_LIMIT:g} s on small arrays; is there an endless loop, "
+            "or a Python loop over every pixel? Loop over the kernel offsets (KH*KW of them) at most")
+
+
+def _im():
+    return importlib.import_module("solutions.ops.im2col")
+
+
+def _conv():
+    return importlib.import_module("solutions.ops.conv")
+
+
+def _pool():
+    return importlib.import_module("solutions.ops.pool")
+
+
+def _dtype_name(dtype) -> str:
+    return np.dtype(dtype).name
+
+
+
+
+def _in_sandbox(array: np.ndarray):
+    """A copy of `array` that lives in the sandbox (a proxy): the student's code can write into it,
+    and np.asarray(proxy) reads it back. An array passed by value would be copied over, so an
+    in-place write there would never be seen here."""
+    return in_sandbox(array)
+
+
+def _array(label: str, name: str, got, shape: tuple, dtype, shape_hint=None) -> np.ndarray:
+    """The student's result as an ndarray of the expected shape and dtype, or a GradingFailure."""
+    if got is None:
+        raise GradingFailure(f"{label}: {name} returned None; return the result array")
+    if not isinstance(got, np.ndarray):
+        raise GradingFailure(f"{label}: {name} returned {type_name(got)}; return a NumPy array")
+    if got.shape != tuple(shape):
+        message = shape_hint(got.shape) if shape_hint else None
+        raise GradingFailure(f"{label}: " + (message or f"{name} returned an array of the wrong shape"))
+    if np.dtype(dtype) != got.dtype:
+        raise GradingFailure(f"{label}: {name} returned {got.dtype} for {_dtype_name(dtype)} input; "
+                             "keep the input's dtype")
+    return got
+
+
+SPEED_LIMIT = 3.0
+SPEED_SHAPE = (16, 16, 48, 48)
+
+
+def _speed(name: str, fn, *args) -> None:
+    """One larger call under a tight time limit: a Python loop over every pixel does not fit in it."""
+    message = (f"{name} took more than {SPEED_LIMIT:g} s on a {SPEED_SHAPE} batch (a few milliseconds are "
+               "enough): loop over the KH*KW kernel offsets at most, never over the pixels, and let NumPy "
+               "(slicing, sliding_window_view, matmul) do the rest")
+    with time_limit(SPEED_LIMIT, message):
+        run(f"a {SPEED_SHAPE} batch: {name}", fn, *args)
+
+
+# --------------------------------------------------------------------------------------------
+# Seeded convolution geometries
+# --------------------------------------------------------------------------------------------
+CONV_PATTERNS = [
+    # label, kernel, stride, padding ((top, bottom), (left, right)), dilation, groups, N, C, K
+    ("a 3x3 kernel, stride 1, no padding", (3, 3), (1, 1), ((0, 0), (0, 0)), (1, 1), 1, 2, 3, 4),
+    ("a 3x3 kernel, stride 2, padding 1", (3, 3), (2, 2), ((1, 1), (1, 1)), (1, 1), 1, 2, 2, 3),
+    ("stride 3 that does not divide the padded input", (2, 2), (3, 3), ((0, 0), (0, 0)), (1, 1), 1, 2, 2, 2),
+    ("dilation 2 with padding 2", (3, 3), (1, 1), ((2, 2), (2, 2)), (2, 2), 1, 2, 2, 3),
+    ("dilation 3 and stride 2", (2, 3), (2, 2), ((1, 1), (0, 0)), (3, 3), 1, 1, 2, 2),
+    ("a non-square 2x3 kernel, stride (1, 2), dilation (2, 1)", (2, 3), (1, 2), ((1, 1), (2, 2)), (2, 1), 1, 2, 3, 2),
+    ("groups=2", (3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), 2, 2, 4, 6),
+    ("a depthwise convolution (groups = channels), stride 2", (3, 3), (2, 2), ((1, 1), (1, 1)), (1, 1), 3, 2, 3, 3),
+    ("a batch of one image with one channel", (3, 3), (1, 1), ((0, 0), (0, 0)), (1, 1), 1, 1, 1, 2),
+    ("a 1x1 kernel with stride 2", (1, 1), (2, 2), ((0, 0), (0, 0)), (1, 1), 1, 2, 3, 2),
+    ("asymmetric padding ((0, 2), (1, 0))", (3, 2), (1, 1), ((0, 2), (1, 0)), (1, 1), 1, 2, 2, 2),
+]
+
+
+def _conv_shapes(rng, pattern, odd: bool = True):
+    """(x_shape, w_shape, params) for a pattern, with a non-square, odd-ish input size."""
+    label, kernel, stride, pad, dil, groups, N, C, K = pattern
+    ext = (dil[0] * (kernel[0] - 1) + 1, dil[1] * (kernel[1] - 1) + 1)
+    H = max(1, ext[0] - sum(pad[0]) + int(rng.integers(2, 6)))
+    W = max(1, ext[1] - sum(pad[1]) + int(rng.integers(3, 7)))
+    if H == W:
+        W += 1
+    if odd and "does not divide" in label:
+        while (H + sum(pad[0]) - ext[0]) % stride[0] == 0:
+            H += 1
+    params = dict(stride=stride, padding=pad, dilation=dil, groups=groups)
+    return (N, C, H, W), (K, C // groups, *kernel), params
+
+
+def _padded(x: np.ndarray, pad) -> np.ndarray:
+    return np.pad(x, ((0, 0), (0, 0), *pad))
+
+
+# --------------------------------------------------------------------------------------------
+
+
+# --------------------------------------------------------------------------------------------
+# The convolution inside the sandbox's engine, which calls the student's kernel
+# --------------------------------------------------------------------------------------------
+ENGINE_CASES = [0, 1, 2, 3, 6, 8]  # indices into CONV_PATTERNS
+
+
+def _conv_results(E, x, w, b, params, g, vx, vw):
+    """z, dx, dw, db, and the gradients of <dx, vx> + <dw, vw> with respect to x and w, in engine E
+    (the student's, in the sandbox, or the reference)."""
+    xt, wt, bt = (E.Tensor(a.copy(), requires_grad=True) for a in (x, w, b))
+    z = E.ops.conv2d(xt, wt, bt, **params)
+    dx, dw, db = E.grad(z, [xt, wt, bt], E.Tensor(g), create_graph=True)
+    total = (dx * E.Tensor(vx)).sum() + (dw * E.Tensor(vw)).sum()
+    ddx, ddw = E.grad(total, [xt, wt])
+    return [np.array(t.data) for t in (z, dx, dw, db, ddx, ddw)]
+
+
+WHAT = ["the output", "the input gradient dx", "the weight gradient dw", "the bias gradient db",
+        "a gradient of a gradient (create_graph=True) with respect to x",
+        "a gradient of a gradient (create_graph=True) with respect to w"]
+
+
+def _inside_the_engine(name: str, rng, what: str) -> None:
+    S, R = student_engine(), reference_engine()
+    for k in ENGINE_CASES:
+        pattern = CONV_PATTERNS[k]
+        x_shape, w_shape, params = _conv_shapes(rng, pattern)
+        x, w = rng.standard_normal(x_shape), rng.standard_normal(w_shape)
+        b = rng.standard_normal(w_shape[0])
+        out_shape = R.ops.conv2d(x, w, b, **params).shape
+        g, vx, vw = rng.standard_normal(out_shape), rng.standard_normal(x_shape), rng.standard_normal(w_shape)
+        label = f"{pattern[0]}, inside conv2d"
+        got = run(f"{label}: {what}", _conv_results, S, x, w, b, params, g, vx, vw)
+        want = _conv_results(R, x, w, b, params, g, vx, vw)
+        for a, b_, text in zip(got, want, WHAT, strict=False):
+            if not close(a, b_):
+                raise GradingFailure(f"{label}: {what}: {text} comes out wrong, although the checks of "
+                                     f"{name} on its own passed (does it depend on its inputs' memory layout, "
+                                     "e.g. a transposed view, or keep state between calls?)")

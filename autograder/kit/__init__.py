@@ -1,0 +1,246 @@
+"""The students' course kit: `coursekit/`, generated from solutions/ with every exercise stubbed out.
+
+    build_kit(folder)  ->  folder/coursekit/
+        __init__.py   use(*objs): plug the notebook's own classes and functions into the engine
+                      (autograder/kit/shipped/coursekit_init.py, as it is)
+        _exercises.py every exercise's name, kit module and id (written here)
+        answers.py    loads the student's answers from their notebooks (kit/shipped/answers.py)
+        engine/       the reference engine package, every exercise body of every assignment
+                      replaced by `raise NotImplementedError("exercise <id>: implement <Name> ...")`
+        testing.py    solutions/testing.py (gradcheck, assert_close)
+        data.py       solutions/data.py (when it exists)
+
+The kit is a build artifact: `autograder release` writes it next to each released notebook and the
+tests write it into a temporary folder. Nothing in it is edited by hand; every file starts with a
+"generated from ... — do not edit" header. An exercise body is located with `ast` exactly as
+`autograder.authoring.sync` locates it (`autograder.course.regions`), so what the notebook's solution region holds
+is precisely what the kit leaves out. Everything else (Tensor, Function, the topological backward,
+trivial forwards such as `x * y`) is kept, so a student's `Mul.backward` can run on the kit.
+
+    python -m autograder.kit DEST        # writes DEST/coursekit
+"""
+from __future__ import annotations
+
+import argparse
+import re
+import shutil
+import sys
+from collections import defaultdict
+from collections.abc import Sequence
+from pathlib import Path
+
+from autograder.course import REPO_ROOT
+from autograder.judge import catalogue
+from autograder.judge.catalogue import Spec
+from autograder.course.regions import Body, locate
+
+SOLUTIONS = REPO_ROOT / "solutions"
+PACKAGE = "coursekit"
+# Not part of the students' engine: examples are demos of the reference; the fast kernels are the
+# reference engine's private twins of the teaching kernels (solutions/ops/kernels.py picks the
+# teaching ones when they are absent); testing and data are top-level modules of the kit. An
+# entry names a top-level folder or file of solutions/, or a path relative to it.
+ENGINE_EXCLUDE = ("examples", "ops/_fast.py", "testing.py", "data.py")
+TOP_LEVEL = ("testing.py", "data.py")
+# Shipped as they are: the kit's package file (coursekit/__init__.py) and its loader of the
+# student's answers from their assignment notebooks (coursekit/answers.py).
+SHIPPED = Path(__file__).with_name("shipped")
+INIT = SHIPPED / "coursekit_init.py"
+ANSWERS = SHIPPED / "answers.py"
+
+
+def _header_of(path: Path) -> str:
+    return (f"# generated from {path.relative_to(REPO_ROOT).as_posix()} by autograder/kit/__init__.py — "
+            "do not edit (rebuild with `python -m autograder.kit DEST`)\n")
+
+
+def _header(rel: str) -> str:
+    return (f"# generated from solutions/{rel} by autograder/kit/__init__.py — do not edit "
+            "(rebuild with `python -m autograder.kit DEST`)\n")
+
+
+def stub_line(s: Spec) -> str:
+    where = _assignment_of(s)
+    return (f'raise NotImplementedError("exercise {s.id}: implement {s.name} in your notebook {where} '
+            f'(later assignments load it from there; in that notebook, coursekit.use({s.name}) plugs it in)")')
+
+
+def _assignment_of(s: Spec) -> str:
+    """The assignment folder of an exercise ("a02_broadcasting" for "a02-mul")."""
+    return catalogue.assignment_name(s.prefix)
+
+
+def exercise_bodies(specs: list[Spec] | None = None) -> dict[Path, list[tuple[Spec, Body]]]:
+    """source file -> [(spec, body)] for every exercise body of every assignment."""
+    found: dict[Path, list[tuple[Spec, Body]]] = defaultdict(list)
+    for s in specs if specs is not None else catalogue.in_engine():
+        path = s.path.resolve()
+        text = path.read_text()
+        for qualname in s.defs:
+            found[path].append((s, locate(text, qualname)))
+    return found
+
+
+def stubbed_source(path: Path, bodies: list[tuple[Spec, Body]],
+                   sealed: frozenset[str] = frozenset()) -> str:
+    """The file's text with each exercise body replaced by its NotImplementedError stub, or, for
+    the exercises whose ids are in ``sealed``, by the call to the judge that stands in for it
+    (:mod:`autograder.judge.sealed`)."""
+    from autograder.judge.sealed import sealed_line
+    lines = path.read_text().split("\n")
+    for s, body in sorted(bodies, key=lambda sb: sb[1].start, reverse=True):
+        lines[body.start - 1:body.end] = [body.indent + (sealed_line(s) if s.id in sealed else stub_line(s))]
+    return "\n".join(lines)
+
+
+def rename(text: str, top_level: bool) -> str:
+    """Point the copy at the kit: `solutions` -> `coursekit.engine` (testing and data live at
+    the kit's top level); a top-level module's relative imports reach into `.engine`."""
+    text = re.sub(r"\bsolutions\.(testing|data)\b", rf"{PACKAGE}.\1", text)
+    text = re.sub(r"\bsolutions\b(?![/\\])", f"{PACKAGE}.engine", text)
+    if top_level:
+        text = re.sub(r"^(\s*)from \.(?=\w)", r"\1from .engine.", text, flags=re.M)
+        text = re.sub(r"^(\s*)from \. import", r"\1from .engine import", text, flags=re.M)
+    return text
+
+
+def _exercises_source(specs: list[Spec], autoload: bool) -> str:
+    """coursekit/_exercises.py: every exercise's name -> (its kit module, its id), read by the kit's
+    `use` and its answer loader, and whether importing the kit loads the student's answers."""
+    homes: dict[str, tuple[str, str]] = {}
+    for s in specs:
+        module = rename(s.module, top_level=False)
+        if s.name in homes and homes[s.name][0] != module:
+            raise ValueError(f"two exercises define {s.name!r} in different modules "
+                             f"({homes[s.name][0]} and {module}); coursekit.use could not tell them apart")
+        homes[s.name] = (module, s.id)
+    table = "\n".join(f"    {name!r}: ({module!r}, {eid!r})," for name, (module, eid) in sorted(homes.items()))
+    return ("# generated by autograder/kit/__init__.py — do not edit (rebuild with `python -m autograder.kit DEST`)\n"
+            '"""Every exercise of the course: name -> (the kit module that defines it, exercise id)."""\n\n'
+            f"EXERCISES = {{\n{table}\n}}\n\n"
+            "# whether `import coursekit` plugs in the answers of the notebooks beside it (coursekit/answers.py)\n"
+            f"AUTOLOAD = {autoload}\n")
+
+
+def kit_files(stubbed: list[Spec] | None = None,
+              specs: list[Spec] | None = None, autoload: bool = True,
+              private: bool = False, sealed: Sequence[Spec] = ()) -> dict[Path, str]:
+    """The kit as {path relative to the kit's parent folder: text}.
+
+    ``stubbed``: the exercises whose bodies are replaced by stubs (default: every exercise, the
+    students' kit); ``sealed``: those whose bodies become a call to the judge, which runs the
+    reference there (the grader's sandbox: see :func:`autograder.judge.judge._engine`).
+    """
+    specs = specs if specs is not None else catalogue.in_engine()
+    sealed_ids = frozenset(s.id for s in sealed)
+    bodies = exercise_bodies([*(specs if stubbed is None else stubbed), *sealed])
+    files: dict[Path, str] = {}
+    for path in sorted(SOLUTIONS.rglob("*.py")):
+        rel = path.relative_to(SOLUTIONS)
+        if "__pycache__" in rel.parts:
+            continue
+        top_level = str(rel) in TOP_LEVEL
+        excluded = rel.parts[0] in ENGINE_EXCLUDE or rel.as_posix() in ENGINE_EXCLUDE
+        if not top_level and excluded and not (private and rel.parts[0] != "examples"):
+            continue
+        text = stubbed_source(path, bodies[path.resolve()], sealed_ids) if path.resolve() in bodies \
+            else path.read_text()
+        target = Path(PACKAGE) / rel if top_level else Path(PACKAGE) / "engine" / rel
+        files[target] = _header(rel.as_posix()) + rename(text, top_level)
+    files[Path(PACKAGE) / "__init__.py"] = _header_of(INIT) + INIT.read_text()
+    files[Path(PACKAGE) / "_exercises.py"] = _exercises_source(specs, autoload)
+    files[Path(PACKAGE) / "answers.py"] = _header_of(ANSWERS) + ANSWERS.read_text()
+    return files
+
+
+def build_kit(dest_dir: str | Path, specs: list[Spec] | None = None) -> Path:
+    """Write `dest_dir/coursekit/` (replacing an older one) and return its path."""
+    kit = Path(dest_dir) / PACKAGE
+    if kit.exists():
+        shutil.rmtree(kit)
+    for rel, text in kit_files(specs=specs).items():
+        (Path(dest_dir) / rel).parent.mkdir(parents=True, exist_ok=True)
+        (Path(dest_dir) / rel).write_text(text)
+    return kit
+
+
+def build_reference_kit(dest_dir: str | Path) -> Path:
+    """`dest_dir/coursekit/`: the kit's API with the whole reference behind it (no stub, the private
+    fast kernels included). Never released: the book is built on it, so that the chapters import
+    what students import (`coursekit.engine`, `coursekit.testing`) and run the reference."""
+    kit = Path(dest_dir) / PACKAGE
+    if kit.exists():
+        shutil.rmtree(kit)
+    for rel, text in kit_files(stubbed=[], autoload=False, private=True).items():
+        (Path(dest_dir) / rel).parent.mkdir(parents=True, exist_ok=True)
+        (Path(dest_dir) / rel).write_text(text)
+    return kit
+
+
+def kit_modules(stubbed: list[Spec], specs: list[Spec] | None = None,
+                sealed: Sequence[Spec] = ()) -> dict[str, list]:
+    """The kit as importable modules {dotted name: [is_package, source, filename]}, for the sandbox's
+    in-memory importer (:mod:`autograder.sandbox.runner`). It never loads answers by itself: the
+    sandbox has no notebooks, and the judge decides what runs there."""
+    modules = {}
+    files = kit_files(stubbed, specs, autoload=False, sealed=sealed)
+    for rel, text in files.items():
+        parts = rel.with_suffix("").parts
+        is_package = parts[-1] == "__init__"
+        name = ".".join(parts[:-1] if is_package else parts)
+        modules[name] = [is_package, text, rel.as_posix()]
+    for rel in list(files):  # namespace folders without an __init__.py
+        for parent in rel.parents:
+            name = ".".join(parent.parts)
+            if name and name not in modules:
+                modules[name] = [True, "", (parent / "__init__.py").as_posix()]
+    return modules
+
+
+def body_lines(specs: list[Spec] | None = None) -> list[tuple[str, str]]:
+    """(where, line) for every meaningful line of every exercise body: what must never be released.
+
+    A line that also occurs in the given (non-exercise) code of the students' kit is left out:
+    students legitimately see it (e.g. `x, y = self.inputs`). What the kit does not ship (the
+    private fast kernels, the examples) is no excuse for a line."""
+    bodies = exercise_bodies(specs)
+    given: set[str] = set()
+    for text in kit_files(specs=specs).values():
+        given.update(line.strip() for line in text.split("\n"))
+    out = []
+    for path, items in bodies.items():
+        for s, body in items:
+            for k, line in enumerate(body.lines):
+                stripped = line.strip()
+                if stripped and not stripped.startswith("#") and stripped not in given:
+                    out.append((f"{s.id} ({path.relative_to(SOLUTIONS.parent)}:{body.start + k})", stripped))
+    return out
+
+
+def leaks(kit_dir: str | Path, specs: list[Spec] | None = None) -> list[str]:
+    """Exercise-body lines found in a built kit (should be none)."""
+    secret = {line: where for where, line in body_lines(specs)}
+    found = []
+    for path in sorted(Path(kit_dir).rglob("*.py")):
+        for lineno, line in enumerate(path.read_text().split("\n"), 1):
+            if line.strip() in secret:
+                found.append(f"{path}:{lineno}: {line.strip()}  (body of {secret[line.strip()]})")
+    return found
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m autograder.kit", description=__doc__.split("\n")[0])
+    parser.add_argument("dest", help="folder that receives coursekit/ (e.g. release/a02_broadcasting)")
+    parser.add_argument("--reference", action="store_true",
+                        help="the reference behind the kit's API, for the book build (never release it)")
+    args = parser.parse_args(argv)
+    if args.reference:
+        print(f"wrote {build_reference_kit(args.dest)} (the reference: never release it)")
+        return 0
+    kit = build_kit(args.dest)
+    problems = leaks(kit)
+    for p in problems:
+        print(f"LEAK {p}", file=sys.stderr)
+    print(f"wrote {kit}")
+    return 1 if problems else 0
+

@@ -1,0 +1,5 @@
+import sys
+
+from autograder.kit import main
+
+sys.exit(main())
