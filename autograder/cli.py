@@ -12,6 +12,7 @@ import sys
 from collections.abc import Sequence
 
 from autograder.course import DEFAULT_COURSE, DEFAULT_SOLUTIONS, Course, CourseError
+from autograder.course.owner import OwnerError, act_as_owner, controllers, without_course
 
 # Once workers are forked, grading is CPU-bound: one worker per CPU (benchmarks/bench_grading.py
 # measured 1.8x with 2 workers on 2 CPUs, and nothing more from a third).
@@ -131,12 +132,16 @@ def cmd_feedback(course: Course, args) -> int:
         print(path)
     print(f"{len(report.pages)} feedback file(s) for {args.assignment} (hidden tests removed, student HTML "
           "sanitized, math offline)")
-    if args.exchange is not None and report.pages:
-        print(f"{args.assignment}: feedback released to the nbgrader exchange (students: Fetch Feedback)")
+    if args.exchange is not None and report.released:
+        print(f"{args.assignment}: feedback released to the nbgrader exchange for {len(report.released)} student(s) "
+              "(students: Fetch Feedback)")
     if report.failed:
         print(f"no feedback for {len(report.failed)} student(s):")
         print(format_table(["student", "reason"], [(s, printable(r)) for s, r in report.failed]))
-    return 1 if report.failed else 0
+    if report.unreleased:
+        print(f"feedback written but not released to the exchange for {len(report.unreleased)} student(s):")
+        print(format_table(["student", "reason"], [(s, printable(r)) for s, r in report.unreleased]))
+    return 1 if report.failed or report.unreleased else 0
 
 
 def cmd_report(course: Course, args) -> int:
@@ -317,14 +322,22 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, as_command: bool = False) -> int:
+    """Run one command. ``as_command``: this process is the command itself (``python -m
+    autograder``), which may start again as the course's owner when root runs it on a course a user
+    controls (:mod:`autograder.course.owner`); called as a function, it refuses such a course instead."""
+    argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
     try:
+        if as_command:
+            act_as_owner(args.course, without_course(argv))
+        elif os.geteuid() == 0 and controllers(args.course):
+            raise OwnerError(f"{os.path.abspath(args.course)} is controlled by a user: run the command as them")
         course = Course.open(args.course, args.db)
-        try:
-            return args.func(course, args)
-        finally:
-            course.give_back()  # as root on an instructor's course: their files stay theirs
+        return args.func(course, args)
+    except OwnerError as error:
+        print(f"autograder: error: {error}", file=sys.stderr)
+        return 2
     except CourseError as error:
         print(f"autograder: error: {error}", file=sys.stderr)
         return 2

@@ -51,24 +51,60 @@ def test_a_submission_folder_with_an_over_long_id_is_not_a_student(tmp_path):
     assert course.submitted_students("a00_toy") == ["alice", "b" * 64]
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="only root makes files another user must get back")
-def test_a_command_run_as_root_gives_the_instructors_course_back(tmp_path):
-    """On a hub the instructor grades as root (bubblewrap needs it) a course they own; their
-    formgrader runs as them and must write what grading made. Every command hands back, as it
-    ends, whatever root made in the course; a link is changed itself, never what it points to."""
-    instructor = 4242
-    course_dir = tmp_path / "course"
-    course_dir.mkdir()
-    (course_dir / "nbgrader_config.py").write_text("c = get_config()  # noqa\n")
-    os.chown(course_dir, instructor, instructor)
-    outside = tmp_path / "root-file"
-    outside.write_text("root's")
-    (course_dir / "reports").mkdir()
-    (course_dir / "reports" / "grades.csv").write_text("student,score\n")
-    (course_dir / "elsewhere").symlink_to(outside)
-    assert cli.main(["--course", str(course_dir), "report", "a00_toy"]) == 2  # fails: no such assignment
-    owned = {p.relative_to(course_dir).as_posix(): (p.lstat().st_uid, p.lstat().st_gid) for p in course_dir.rglob("*")}
-    assert owned and set(owned.values()) == {(instructor, instructor)}, owned
-    assert outside.stat().st_uid == 0
-    # nothing is left to give back the second time
-    assert Course.open(tmp_path / "course").give_back() == 0
+ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="what root does on a user's course: needs root")
+# A course whose nbgrader_config.py leaves a mark when it runs: the command must not run it as root.
+MARKING_CONFIG = "import os\nc = get_config()  # noqa\nopen({mark!r}, 'w').write(str(os.getuid()))\n"
+
+
+def _users_course(tmp_path: Path, uid: int) -> tuple[Path, Path]:
+    course = tmp_path / "course"
+    course.mkdir()
+    mark = tmp_path / "config-ran-as"
+    (course / "nbgrader_config.py").write_text(MARKING_CONFIG.format(mark=str(mark)))
+    os.chown(course, uid, uid)
+    os.chown(course / "nbgrader_config.py", uid, uid)
+    return course, mark
+
+
+@ROOT_ONLY
+def test_root_never_runs_a_course_a_user_controls(tmp_path):
+    """The command, started as root on a folder another uid owns, neither runs its configuration
+    nor touches it as root: with no account to start again as, it says so and stops."""
+    course, mark = _users_course(tmp_path, 4242)
+    try:
+        done = subprocess.run([sys.executable, "-m", "autograder", "--course", str(course), "report", "a00_toy"],
+                              capture_output=True, text=True)
+        assert done.returncode == 2, done.stderr
+        assert "belongs to uid 4242, which has no account" in done.stderr
+        assert not mark.exists()
+        # called as a function (a test, a script), it refuses instead of starting again
+        assert cli.main(["--course", str(course), "report", "a00_toy"]) == 2
+        assert not mark.exists()
+        assert not (course / "gradebook.db").exists()
+    finally:
+        for path in [course, *course.rglob("*")]:
+            os.lchown(path, 0, 0)  # nothing left to a uid that the next useradd hands to a stranger
+
+
+@ROOT_ONLY
+def test_whose_course_it_is(tmp_path):
+    """A user controls a course if they own it or any folder above it (they can swap what lies
+    beneath); a folder anyone may write to without the sticky bit lets anyone control it."""
+    from autograder.course.owner import controllers, without_course
+    (tmp_path / "a" / "course").mkdir(parents=True)
+    assert controllers(tmp_path / "a" / "course") == set()
+    os.chown(tmp_path / "a", 4242, 4242)
+    try:
+        assert controllers(tmp_path / "a" / "course") == {4242}
+        (tmp_path / "b").mkdir(mode=0o777)
+        os.chmod(tmp_path / "b", 0o777)
+        (tmp_path / "b" / "course").mkdir()
+        assert -1 in controllers(tmp_path / "b" / "course")
+        os.chmod(tmp_path / "b", 0o1777)  # /tmp's mode: no one can swap another's entry
+        assert controllers(tmp_path / "b" / "course") == set()
+        (tmp_path / "link").symlink_to(tmp_path / "a" / "course")
+        assert controllers(tmp_path / "link") == {4242}  # through a link: its target's owners count
+    finally:
+        os.lchown(tmp_path / "a", 0, 0)
+    assert without_course(["--course", "x", "--db", "y", "grade", "a01"]) == ["--db", "y", "grade", "a01"]
+    assert without_course(["--course=x", "report", "a01"]) == ["report", "a01"]

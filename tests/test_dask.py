@@ -228,7 +228,7 @@ def _reply(**change) -> dict:
     ({"notebooks": {"../../etc/passwd": b"{}"}}, "a notebook the assignment does not have"),
     ({"notebooks": {"a.ipynb": b"{ not json"}}, "a.ipynb is not a valid notebook"),
     ({"notebooks": {"a.ipynb": "text"}}, "a.ipynb is not bytes"),
-    ({"notebooks": {"a.ipynb": b" " * (executors.MAX_NOTEBOOK_BYTES + 1)}}, "a.ipynb is not bytes of at most"),
+    ({"notebooks": {"a.ipynb": b" " * (executors.MAX_GRADED_NOTEBOOK_BYTES + 1)}}, "a.ipynb is not bytes of at most"),
     ({"result": {"success": "yes", "notebooks": {}}}, "does not say success"),
     ({"result": {"success": True, "notebooks": {}, "unreadable": {"a": 3}}}, "unreadable"),
     ({"seconds": "soon"}, "seconds"),

@@ -40,35 +40,30 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import functools
 import json
 import os
-import re
 import shutil
 import stat
-import tempfile
 import zipfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
 
-from nbgrader.coursedir import CourseDirectory
-
-from autograder.course import Course, CourseError, nbgrader_errors, notebook
+from autograder.course import MAX_ID_LENGTH, MAX_NOTEBOOK_BYTES, SAFE_ID, Course, CourseError, notebook
+from autograder.course.exchange import SECRET_FILE, read_inbound
+from autograder.course.files import write_file
 from autograder.course.lms import Placement, Roster, lms_placement, load_roster, notebook_of
 
-MAX_NOTEBOOK_BYTES = 50 * 2**20
 MAX_ZIP_NOTEBOOK_BYTES = 2**30       # the notebooks of one zip, unpacked: 500 students at 2 MB each
 MAX_ZIP_ENTRIES = 100_000
 MAX_JSON_DEPTH = 64                  # a notebook nests about 6 deep; deeper input only hurts what reads it
-MAX_ID_LENGTH = 64                   # grade writes files named `.<id>.json.tmp`; 255 bytes is the usual limit
-# Ids become folder and file names: no separators, no leading dot, nothing a shell or glob expands.
-STUDENT_ID = re.compile(rf"[A-Za-z0-9][A-Za-z0-9._-]{{0,{MAX_ID_LENGTH - 1}}}")
+STUDENT_ID = SAFE_ID                 # ids become folder and file names (autograder.course says why)
 STUDENT_ID_RULE = (f"1 to {MAX_ID_LENGTH} characters: letters, digits, '.', '_', '-', "
                    "starting with a letter or a digit")
 JUNK = ("__MACOSX", ".DS_Store", ".ipynb_checkpoints", "Thumbs.db")
 TIMESTAMP_FORMAT = "%Y-%m-%d %H:%M:%S.%f %Z"  # nbgrader's own timestamp.txt format
-NBGRADER_FILES = ("timestamp.txt", "submission_secret.txt")  # what nbgrader's submit adds to a submission
 
 
 @dataclass(frozen=True)
@@ -102,7 +97,7 @@ class CollectReport:
     source: str
     imported: list[tuple[str, str, str]] = field(default_factory=list)   # student, notebooks, status
     skipped: list[tuple[str, str]] = field(default_factory=list)         # file, reason
-    released_ignored: dict[str, int] = field(default_factory=dict)       # student, released kit files submitted back
+    released_ignored: dict[str, int] = field(default_factory=dict)       # student, released kit entries submitted back
 
 
 def printable(text: str) -> str:
@@ -309,62 +304,53 @@ def _due_date(course: Course, assignment: str) -> datetime | None:
 def collect_exchange(course: Course, assignment: str, exchange: str | Path | None = None) -> CollectReport:
     """Import what students submitted from JupyterLab's Assignments tab (nbgrader's exchange).
 
-    nbgrader's own collect picks each student's latest submission from the exchange's inbound
-    folder (or the latest before the due date, with ``c.ExchangeCollect.before_duedate``) and
-    copies it into a staging course; from there the files go through the same checks and the same
-    all-or-nothing import as an LMS export, each student's time being nbgrader's timestamp.txt.
+    The exchange is read by :func:`autograder.course.exchange.read_inbound`, not nbgrader's own
+    collect (which copies each folder with its links resolved and takes the student's name and
+    time on their word): each student's latest record that their own account made, its top-level
+    notebooks only, timed by when its files last changed. From there the notebooks go through the
+    same checks and the same all-or-nothing import per student as an LMS export; the submission's
+    secret (which names the student's feedback in the exchange) is kept beside it. With
+    ``c.ExchangeCollect.before_duedate`` the latest record before the due date is taken.
     """
     config = course.exchange_config(exchange)
-    report = CollectReport(assignment, f"nbgrader exchange {config.Exchange.root}")
-    with tempfile.TemporaryDirectory(prefix="autograder-exchange-") as stage:
-        config.CourseDirectory.root = stage  # the gradebook stays the course's: collect reads the due date
-        result = course.api(config).collect(assignment, update=True)
-        if not result["success"]:
-            raise CourseError(f"nbgrader collect failed for {assignment}:\n{nbgrader_errors(result)}")
-        coursedir = CourseDirectory(config=config)
-        released = _released_files(course, assignment)
-        _import(course, assignment, _staged_entries(coursedir, assignment, report, released), Rules(), report)
-        for student, _, _ in report.imported:
-            _keep_secret(course, coursedir, assignment, student)
+    root = Path(config.Exchange.root)
+    report = CollectReport(assignment, f"nbgrader exchange {root}")
+    inbound = root / course.course_id / "inbound"
+    if not inbound.is_dir():
+        raise CourseError(f"no inbound folder {inbound}: nothing was ever submitted to course "
+                          f"{course.course_id!r} in this exchange (was it released there?)")
+    before = _due_date(course, assignment) if config.ExchangeCollect.get("before_duedate") else None
+    try:
+        found = read_inbound(inbound, assignment, course.notebooks(assignment), _released_entries(course, assignment),
+                             before=before)
+    except OSError as error:
+        raise CourseError(str(error)) from None
+    report.skipped += [(name, reason) for name, reason in found.skipped]
+    entries = []
+    for student, record in sorted(found.records.items()):
+        report.skipped += [(f"{record.name}/{entry}", reason) for entry, reason in record.skipped]
+        if record.released:
+            report.released_ignored[student] = record.released
+        for nb, data in sorted(record.notebooks.items()):
+            entries.append(Entry(PurePosixPath(student, f"{nb}.ipynb"), len(data), record.time,
+                                 functools.partial(bytes, data)))
+        if not record.notebooks:
+            report.skipped.append((record.name, "no notebook of the assignment in it"))
+    _import(course, assignment, iter(entries), Rules(), report)
+    for student, _, _ in report.imported:
+        secret = found.records[student].secret
+        if secret is not None:
+            write_file(course.submitted_dir(student, assignment) / SECRET_FILE, secret)
     return report
 
 
-def _released_files(course: Course, assignment: str) -> set[PurePosixPath]:
-    """The files the release shipped besides its notebooks (the kit): a fetched assignment
-    submits them back, and they are expected, not worth a line each."""
+def _released_entries(course: Course, assignment: str) -> set[str]:
+    """The top-level names the release shipped besides its notebooks (the kit): a fetched
+    assignment submits them back, and they are expected, not worth a line each."""
     release = course.release_dir(assignment)
     if not release.is_dir():
         return set()
-    return {PurePosixPath(p.relative_to(release).as_posix()) for p in release.rglob("*")
-            if p.is_file() and p.suffix != ".ipynb"}
-
-
-def _keep_secret(course: Course, coursedir: CourseDirectory, assignment: str, student: str) -> None:
-    """nbgrader's submission_secret.txt beside the imported submission, where nbgrader's own
-    collect puts it: generate_feedback carries it to the feedback folder and release_feedback
-    names the released page by it, so without it no feedback reaches the student."""
-    secret = Path(coursedir.format_path(coursedir.submitted_directory, student, assignment)) / NBGRADER_FILES[1]
-    if secret.is_file() and not secret.is_symlink():
-        shutil.copyfile(secret, course.submitted_dir(student, assignment) / NBGRADER_FILES[1])
-
-
-def _staged_entries(coursedir: CourseDirectory, assignment: str, report: CollectReport,
-                    released: set[PurePosixPath]) -> Iterator[Entry]:
-    """The files nbgrader collected, as ``<student>/<file>`` entries timed by their timestamp.txt;
-    the released kit files a student submitted back are counted in ``report.released_ignored``."""
-    submitted = Path(coursedir.format_path(coursedir.submitted_directory, ".", ".")).resolve()
-    for student_dir in sorted(submitted.iterdir()) if submitted.is_dir() else []:
-        folder = Path(coursedir.format_path(coursedir.submitted_directory, student_dir.name, assignment))
-        if not folder.is_dir():
-            continue
-        stamp = coursedir.get_existing_timestamp(str(folder))
-        if stamp is not None and stamp.tzinfo is None:  # nbgrader's naive times are UTC
-            stamp = stamp.replace(tzinfo=timezone.utc)
-        for entry in _folder_entries(folder, report):
-            if entry.path in released:
-                report.released_ignored[student_dir.name] = report.released_ignored.get(student_dir.name, 0) + 1
-            elif entry.path.name not in NBGRADER_FILES:
-                yield Entry(PurePosixPath(student_dir.name, entry.path), entry.size, stamp or entry.mtime, entry.read)
+    return {p.name for p in release.iterdir() if p.suffix != ".ipynb"}
 
 
 def _import(course: Course, assignment: str, entries: Iterator[Entry], rules: Rules,

@@ -8,9 +8,10 @@ nbgrader's GenerateFeedback runs as :func:`autograder.course.nbgrader_glue.confi
   cut, and each output (only the judge's messages are left) is reduced to one capped line;
 * the ``autograder_feedback`` template (``autograder/templates/``), which is nbgrader's feedback
   template with nbconvert's ``mathjax`` macro shadowed to load MathJax 3 from a ``mathjax/``
-  folder next to the page. The files come from the ``sphinx-mathjax-offline`` package and are
-  hard-linked (copied across file systems) into each student's feedback folder, so each folder
-  is self-contained and can be handed to its student as is.
+  folder next to the page. The files come from the ``sphinx-mathjax-offline`` package, copied
+  once into the course (:func:`course_mathjax`: never linked to the grader's install) and
+  hard-linked from there into each student's feedback folder, so each folder is self-contained
+  and can be handed to its student as is.
 
 The page shows what a student wrote, and the instructor opens it too, so nothing of the student's
 may run in it or reach out of it. :class:`SafeHTMLExporter` renders the notebook:
@@ -45,7 +46,8 @@ from nbconvert.exporters import HTMLExporter
 from nbgrader.converters import GenerateFeedback
 from nbgrader.utils import capture_log, temp_attrs
 
-from autograder.course import Course, CourseError, nbgrader_errors
+from autograder.course import Course, CourseError
+from autograder.course.exchange import SECRET, SECRET_FILE, release_feedback
 from autograder.course.nbgrader_glue import configure_feedback
 
 # What a feedback page needs of MathJax 3: the TeX+CHTML component, its fonts, the TeX extensions
@@ -214,20 +216,46 @@ def mathjax_dir() -> Path:
     return path
 
 
+def course_mathjax(course: Course) -> Path:
+    """The course's own copy of the MathJax parts a page needs, made once per MathJax version.
+
+    Copied, never linked: a hard link to the grader's install would be one file with two owners'
+    folders around it, and whoever later changes its owner or mode in one place changes it in the
+    other. Each feedback folder links to this copy instead (the course's own files)."""
+    version = importlib.metadata.version("sphinx-mathjax-offline")
+    copy = course.state_dir / "mathjax" / version
+    if (copy / ".complete").is_file():
+        return copy
+    source = mathjax_dir()
+    staging = copy.with_name(f".{version}.incoming")
+    shutil.rmtree(staging, ignore_errors=True)
+    for part in MATHJAX_PARTS:
+        if (source / part).is_dir():
+            shutil.copytree(source / part, staging / part, symlinks=False)
+        else:
+            (staging / part).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source / part, staging / part)
+    (staging / ".complete").write_text(version)
+    shutil.rmtree(copy, ignore_errors=True)
+    os.replace(staging, copy)
+    return copy
+
+
 def _link_or_copy(src: str, dst: str) -> None:
     try:
-        os.link(src, dst)
+        os.link(src, dst, follow_symlinks=False)
     except OSError:  # another file system, or links not allowed
-        shutil.copy2(src, dst)
+        shutil.copyfile(src, dst, follow_symlinks=False)
 
 
-def install_mathjax(folder: Path) -> None:
-    source = mathjax_dir()
+def install_mathjax(course: Course, folder: Path) -> None:
+    """MathJax beside a student's pages: links to the course's copy (:func:`course_mathjax`)."""
+    source = course_mathjax(course)
     target = folder / "mathjax"
     shutil.rmtree(target, ignore_errors=True)
     for part in MATHJAX_PARTS:
         if (source / part).is_dir():
-            shutil.copytree(source / part, target / part, copy_function=_link_or_copy)
+            shutil.copytree(source / part, target / part, symlinks=True, copy_function=_link_or_copy)
         else:
             (target / part).parent.mkdir(parents=True, exist_ok=True)
             _link_or_copy(str(source / part), str(target / part))
@@ -236,7 +264,9 @@ def install_mathjax(folder: Path) -> None:
 @dataclass
 class FeedbackReport:
     pages: list[Path] = field(default_factory=list)
-    failed: list[tuple[str, str]] = field(default_factory=list)  # student, reason
+    failed: list[tuple[str, str]] = field(default_factory=list)      # student, reason: no page
+    released: list[str] = field(default_factory=list)                # students whose pages are in the exchange
+    unreleased: list[tuple[str, str]] = field(default_factory=list)  # student, reason: a page, not in the exchange
 
 
 def inline_mathjax(html: str) -> str:
@@ -260,8 +290,9 @@ def feedback(course: Course, assignment: str, exchange: str | Path | None = None
 
     A student whose page cannot be made is reported with the reason; the others' pages are written.
     With ``exchange`` (``None`` for no exchange, ``""`` for the course's ``c.Exchange.root``) the
-    pages carry MathJax inside them and nbgrader's release_feedback puts them in the exchange,
-    where the student's *Fetch Feedback* finds them (by the submission's secret).
+    pages carry MathJax inside them and each student's are put in the exchange, where their
+    *Fetch Feedback* finds them (by the submission's secret, as nbgrader's release_feedback names
+    them; :func:`autograder.course.exchange.release_feedback`).
     """
     release = course.exchange_config(exchange) if exchange is not None else None  # a missing exchange fails first
     students = [s for s in course.submitted_students(assignment) if course.autograded_dir(s, assignment).is_dir()]
@@ -277,12 +308,38 @@ def feedback(course: Course, assignment: str, exchange: str | Path | None = None
         except Exception as error:  # this student's page only; the reason goes in the report
             message = str(error) if isinstance(error, CourseError) else f"{type(error).__name__}: {error}"
             report.failed.append((student, message))
-    if release is not None and report.pages:
-        release.CourseDirectory.student_id_exclude = ",".join(student for student, _ in report.failed)
-        result = course.api(release).release_feedback(assignment)
-        if not result["success"]:
-            raise CourseError(f"nbgrader release_feedback failed for {assignment}:\n{nbgrader_errors(result)}")
+    if release is not None:
+        outbound = Path(release.Exchange.root) / course.course_id / "feedback"
+        _release_all(course, assignment, students, outbound, report)
     return report
+
+
+def _release_all(course: Course, assignment: str, students: list[str], outbound: Path,
+                 report: FeedbackReport) -> None:
+    """Each student's pages into the exchange, where their *Fetch Feedback* finds them by the
+    submission's secret; one who cannot be released (no secret: collected from an LMS export, or
+    the student removed it) is reported, and the others are released."""
+    if not outbound.is_dir():
+        outbound.mkdir(parents=True)
+        outbound.chmod(0o711)  # nbgrader's mode: a student reaches their page by its name, lists nothing
+    failed = {student for student, _ in report.failed}
+    for student in students:
+        if student in failed:
+            continue
+        secret_file = course.submitted_dir(student, assignment) / SECRET_FILE
+        secret = secret_file.read_text().strip() if secret_file.is_file() and not secret_file.is_symlink() else ""
+        if not SECRET.fullmatch(secret):
+            report.unreleased.append((student, "no submission secret beside the submission (collected from an LMS "
+                                               "export, not the exchange?): hand the page over another way"))
+            continue
+        folder = course.feedback_dir(student, assignment)
+        pages = {page.stem: page.read_bytes() for page in sorted(folder.glob("*.html")) if not page.is_symlink()}
+        try:
+            release_feedback(outbound, pages, secret)
+        except OSError as error:
+            report.unreleased.append((student, f"cannot be written to the exchange ({error.strerror or error})"))
+            continue
+        report.released.append(student)
 
 
 def _student_feedback(course: Course, api, assignment: str, student: str, inline: bool = False) -> list[Path]:
@@ -300,7 +357,7 @@ def _student_feedback(course: Course, api, assignment: str, student: str, inline
         source = course.submitted_dir(student, assignment) / name
         if source.is_file() and not source.is_symlink():
             shutil.copyfile(source, folder / name)
-    install_mathjax(folder)
+    install_mathjax(course, folder)
     pages = sorted(folder.glob("*.html"))
     for page in pages:
         html = page.read_text()

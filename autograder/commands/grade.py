@@ -51,7 +51,7 @@ from typing import TYPE_CHECKING, Any
 
 from tqdm import tqdm
 
-from autograder.course import Course, CourseError, notebook
+from autograder.course import MAX_NOTEBOOK_BYTES, Course, CourseError, notebook
 from autograder.grading.record import Ledger, Outcome, _graded_outcome, _record, fingerprint
 from autograder.grading.workers import Finished, Limits, Run
 
@@ -159,6 +159,10 @@ def grade(course: Course, assignment: str, students: list[str] | None = None, *,
             done = [s for s in students if not force and ledger.is_done(gb, s)]
         for student in done:
             outcomes[student] = _graded_outcome(course, assignment, student, "already graded")
+        for student in students:
+            if student not in outcomes and (too_large := _oversized(course, assignment, student)):
+                outcomes[student] = Outcome(student, "failed", too_large)
+                ledger.mark_failed(student, too_large, "")
         todo = [s for s in students if s not in outcomes]
         if todo:
             run = Run(course, assignment)
@@ -175,6 +179,16 @@ def grade(course: Course, assignment: str, students: list[str] | None = None, *,
             finally:
                 run.close()
     return [outcomes[s] for s in students if s in outcomes]
+
+
+def _oversized(course: Course, assignment: str, student: str) -> str:
+    """Why a submission is too large to grade ("" if it is not): the limit a collect applies, for a
+    folder placed in submitted/ by other means, so that every path grades the same submissions."""
+    for path in sorted(course.submitted_dir(student, assignment).glob("*.ipynb")):
+        if path.lstat().st_size > MAX_NOTEBOOK_BYTES:
+            return (f"{path.name} is larger than the {MAX_NOTEBOOK_BYTES // 2**20} MiB a submitted notebook may be: "
+                    "not graded")
+    return ""
 
 
 @dataclass

@@ -10,7 +10,6 @@ roster, and the files Canvas and Moodle export and import).
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 from dataclasses import dataclass
@@ -34,7 +33,10 @@ DEFAULT_SOLUTIONS = REPO_ROOT / "solutions"  # the reference next to the package
 # A student (or mutant) id: grade writes files named `.<id>.json.tmp`, and 255 bytes is the usual
 # limit of a file name; `collect` refuses longer ids, and a folder placed by hand is not graded.
 MAX_ID_LENGTH = 64
-SAFE_ID = re.compile(rf"^[A-Za-z0-9][A-Za-z0-9._-]{{0,{MAX_ID_LENGTH - 1}}}$")
+# The largest notebook a submission may hold, on every path (an LMS export, the exchange, a Dask
+# worker's reply, which carries the graded notebook: this plus the judge's capped messages).
+MAX_NOTEBOOK_BYTES = 24 * 2**20
+SAFE_ID = re.compile(rf"[A-Za-z0-9][A-Za-z0-9._-]{{0,{MAX_ID_LENGTH - 1}}}")  # use fullmatch
 
 
 class CourseError(Exception):
@@ -147,31 +149,11 @@ class Course:
         """Notebook names (without .ipynb) of an assignment, from its source folder."""
         return sorted(p.stem for p in self.source_dir(assignment).glob("*.ipynb"))
 
-    def give_back(self) -> int:
-        """Run as root on a course that a user owns (grading on a hub needs root for its sandboxes),
-        hand every file root made in it back to that user: the instructor's formgrader, which
-        runs as them, must write the gradebook and the autograded notebooks. Returns how many
-        paths changed owner (0 when not root, or when root owns the course)."""
-        if os.geteuid() != 0:
-            return 0
-        owner = self.root.stat()
-        if owner.st_uid == 0:
-            return 0
-        changed = 0
-        for folder, dirs, files in os.walk(self.root):
-            for name in [*dirs, *files]:
-                path = os.path.join(folder, name)
-                with contextlib.suppress(OSError):  # a file removed meanwhile
-                    if os.lstat(path).st_uid == 0:
-                        os.lchown(path, owner.st_uid, owner.st_gid)  # a link itself, never its target
-                        changed += 1
-        return changed
-
     def submitted_students(self, assignment: str) -> list[str]:
         """Students with a submission folder for the assignment, whatever is inside it."""
         pattern = self.submitted_dir("*", assignment)
         students = []
         for path in pattern.parent.parent.glob(f"*/{pattern.name}"):
-            if path.is_dir() and SAFE_ID.match(path.parent.name):
+            if path.is_dir() and SAFE_ID.fullmatch(path.parent.name):
                 students.append(path.parent.name)
         return sorted(students)

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from autograder.commands.grade import StopRequest, exercise_budget, wall_limit
-from autograder.course import Course, CourseError, notebook
+from autograder.course import MAX_NOTEBOOK_BYTES, Course, CourseError, notebook
 from autograder.grading.workers import (
     Finished,
     Job,
@@ -61,7 +61,9 @@ QUIET_DASK = {
     "DASK_DISTRIBUTED__WORKER__MEMORY__MONITOR_INTERVAL": "1s",
     "DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED": "False",
 }
-MAX_NOTEBOOK_BYTES = 32 * 2**20   # one autograded notebook (outputs cleared but the judge's messages)
+# One autograded notebook: a submitted one (at most MAX_NOTEBOOK_BYTES, on every path) with its
+# outputs cleared but the judge's messages, each capped at MAX_TEXT_CHARS.
+MAX_GRADED_NOTEBOOK_BYTES = MAX_NOTEBOOK_BYTES + 8 * 2**20
 MAX_LOG_CHARS = 20_000
 MAX_TEXT_CHARS = 20_000           # any other string of a reply (a verdict's message, a repair)
 IN_FLIGHT_PER_THREAD = 2          # tasks queued per worker thread: the next payload is there when one ends
@@ -254,8 +256,8 @@ def accept(reply: object, notebooks: set[str]) -> tuple[dict[str, Any] | None, d
     assert isinstance(files, dict)
     for name, data in files.items():
         need(name in notebooks, f"a notebook the assignment does not have: {str(name)[:80]!r}")
-        need(isinstance(data, bytes) and len(data) <= MAX_NOTEBOOK_BYTES,
-             f"{name} is not bytes of at most {MAX_NOTEBOOK_BYTES // 2**20} MB")
+        need(isinstance(data, bytes) and len(data) <= MAX_GRADED_NOTEBOOK_BYTES,
+             f"{name} is not bytes of at most {MAX_GRADED_NOTEBOOK_BYTES // 2**20} MB")
         try:
             notebook.validated(data.decode())
         except Exception as error:  # noqa: BLE001 (whatever nbformat finds wrong with it)

@@ -56,7 +56,8 @@ class Run:
         self.dir = scratch_dir(RUN_PREFIX)
 
     def scratch_folder(self, student: str) -> Path:
-        return Path(tempfile.mkdtemp(prefix=f"{student}-", dir=self.dir))
+        # a prefix, not the name: whatever the id's length, the folder's name stays a valid one
+        return Path(tempfile.mkdtemp(prefix=f"{student[:32]}-", dir=self.dir))
 
     def close(self) -> None:
         shutil.rmtree(self.dir, ignore_errors=True)

@@ -94,7 +94,7 @@ def _load(assignment: str, name: str) -> list[Mutant]:
         raise CourseError(f"{path}: {name} must be a list of autograder.mutants.Mutant")
     seen = set()
     for m in mutants:
-        if not SAFE_ID.match(m.id) or m.id in seen:
+        if not SAFE_ID.fullmatch(m.id) or m.id in seen:
             raise CourseError(f"{path}: mutant id {m.id!r} is repeated or not of the form [A-Za-z0-9._-]")
         if not m.find or m.find == m.replace:
             raise CourseError(f"{path}: mutant '{m.id}': find must be non-empty and differ from replace")
