@@ -1,19 +1,22 @@
 #!/usr/bin/env python3
 """A JupyterHub for one class on one machine, with nbgrader's exchange: install, add users, start.
 
-    sudo python3 deploy/hub.py install              # the environment, the proxy, the configuration
+    sudo python3 deploy/hub.py install              # the environments, the proxy, the configuration
     sudo python3 deploy/hub.py users roster.csv     # system users (homes 0700), instructors' courses
     sudo python3 deploy/hub.py start                # the hub on 127.0.0.1:8000 (foreground)
     sudo python3 deploy/hub.py demo                 # all three for a demo class, passwords printed
 
 Standard library only: it runs before any environment exists. Run as root (it creates system
-users, and the hub must be root to start each user's server as that user).
+users, and the hub must be root to start each user's server as that user). Nothing it sets up
+needs root afterwards: the instructors run the grader as themselves (deploy/README.md).
 """
 from __future__ import annotations
 
 import argparse
 import csv
+import grp
 import os
+import pwd
 import secrets
 import shutil
 import stat
@@ -31,6 +34,14 @@ PROXY = "configurable-http-proxy@5.3.0"
 # A venv made from a Python under /root (mode 0700) cannot run for another user: use the system's.
 SYSTEM_PYTHON = os.environ.get("AUTOGRAD_HUB_PYTHON", "/usr/bin/python3")
 NAME_RULE = "lowercase letters, digits, '-' and '_', starting with a letter, at most 32 characters"
+# The instructors: the only users who may read the grader (it holds the reference solutions) and
+# write the course's folders of the exchange.
+GROUP = os.environ.get("AUTOGRAD_HUB_GROUP", "autograd-instructors")
+COURSE_ID = "autograd-course"  # as deploy/hub/{student,instructor}/nbgrader_config.py say
+# The course's folders of the exchange, made by root before any student logs in (a student could
+# otherwise make them first, and publish their own "assignment"): owner root, group the instructors;
+# inbound takes every student's submission (write, no list; sticky: no one removes another's).
+EXCHANGE_FOLDERS = {"": 0o2775, "outbound": 0o2775, "inbound": 0o3773, "feedback": 0o2771}
 
 
 class HubError(Exception):
@@ -61,24 +72,30 @@ def readable_by_all(path: Path) -> None:
 
 
 def install() -> None:
-    """The single-user environment, the proxy, the configuration and the exchange."""
+    """The single-user environment, the proxy, the grader, the configuration and the exchange."""
     PREFIX.mkdir(parents=True, exist_ok=True)
+    PREFIX.chmod(0o755)
+    ensure_group()
     venv = PREFIX / "venv"
     if not (venv / "bin" / "jupyterhub").exists():
         run(SYSTEM_PYTHON, "-m", "venv", venv)
-        run(venv / "bin" / "python", "-m", "pip", "install", "-q", "--disable-pip-version-check",
-            "-r", HERE / "requirements-hub.txt")
+    # every time: a requirement added since the environment was made is installed (pip skips the rest)
+    run(venv / "bin" / "python", "-m", "pip", "install", "-q", "--disable-pip-version-check",
+        "-r", HERE / "requirements-hub.txt")
     proxy = PREFIX / "node" / "node_modules" / ".bin" / "configurable-http-proxy"
     if not proxy.exists():
         (PREFIX / "node").mkdir(exist_ok=True)
         run("npm", "install", "--silent", "--no-fund", "--no-audit", "--prefix", PREFIX / "node", PROXY)
-    readable_by_all(PREFIX)
+    readable_by_all(venv)
+    readable_by_all(PREFIX / "node")
+    install_grader(venv)
     if ETC.exists():
         roster = (ETC / "roster.csv").read_bytes() if (ETC / "roster.csv").exists() else None
         shutil.rmtree(ETC)
     else:
         roster = None
     shutil.copytree(HERE / "hub", ETC)
+    instructor_python(ETC / "instructor" / "python")
     if roster is not None:
         (ETC / "roster.csv").write_bytes(roster)
     elif not (ETC / "roster.csv").exists():
@@ -86,11 +103,88 @@ def install() -> None:
     readable_by_all(ETC)
     STATE.mkdir(parents=True, exist_ok=True)
     STATE.chmod(0o700)
-    # nbgrader's exchange on disk: everyone may create their course and inbound folders; the
-    # sticky bit keeps one user from deleting another's (nbgrader makes inbound 2733 itself).
+    make_exchange()
+    print(f"installed: {venv}, {proxy.name}, the grader {PREFIX / 'grader'} (group {GROUP}), configuration in "
+          f"{ETC}, exchange {EXCHANGE}")
+
+
+def ensure_group() -> None:
+    if subprocess.run(["getent", "group", GROUP], capture_output=True).returncode != 0:
+        run("groupadd", "--system", GROUP)
+
+
+def install_grader(venv: Path) -> None:
+    """The course package (the grader and the reference it judges with) in a folder only the
+    instructors' group can read, run with the students' environment (which has all it needs
+    besides): ``grader/bin/autograder`` puts ``grader/lib`` on the path. Students cannot read it;
+    nothing of it is in their environment."""
+    grader = PREFIX / "grader"
+    staging = PREFIX / ".grader.incoming"
+    shutil.rmtree(staging, ignore_errors=True)
+    (staging / "bin").mkdir(parents=True)
+    run(venv / "bin" / "python", "-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-deps",
+        "--target", staging / "lib", REPO, "sphinx-mathjax-offline>=0.0.2,<1")
+    wrapper = staging / "bin" / "autograder"
+    wrapper.write_text(f"#!/bin/sh\n# The course's grader, for the instructors of this hub (deploy/hub.py install).\n"
+                       f'PYTHONPATH={grader / "lib"}${{PYTHONPATH:+:$PYTHONPATH}} '
+                       f'exec {venv / "bin" / "python"} -m autograder "$@"\n')
+    wrapper.chmod(0o750)
+    gid = grp.getgrnam(GROUP).gr_gid
+    for root, _dirs, files in os.walk(staging):
+        os.chown(root, 0, gid)
+        os.chmod(root, 0o750)
+        for name in files:
+            path = Path(root) / name
+            if not path.is_symlink():
+                os.chown(path, 0, gid)
+                path.chmod(0o750 if path.stat().st_mode & stat.S_IXUSR else 0o640)
+    old = PREFIX / ".grader.old"
+    shutil.rmtree(old, ignore_errors=True)
+    if grader.exists():
+        grader.rename(old)
+    staging.rename(grader)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def instructor_python(folder: Path) -> None:
+    """What the instructors' servers import besides the hub's environment: the formgrader guard
+    (in deploy/hub/instructor/python/), and copies of what it shares with the grader: the one
+    sanitizer and the feedback pages' MathJax configuration (one source, in autograder/)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(REPO / "autograder" / "course" / "safe_html.py", folder / "autograd_safe_html.py")
+    (folder / "autograd_formgrade").mkdir(exist_ok=True)
+    shutil.copyfile(REPO / "autograder" / "templates" / "autograder_feedback" / "mathjax.html.j2",
+                    folder / "autograd_formgrade" / "mathjax.html.j2")
+
+
+def make_exchange() -> None:
+    """nbgrader's exchange on disk: everyone may make their own folders at its root (nbgrader's
+    submit checks that it can; sticky: no one removes another's), and the course's folders are
+    root's and the instructors', made now (:data:`EXCHANGE_FOLDERS`)."""
     EXCHANGE.mkdir(parents=True, exist_ok=True)
     EXCHANGE.chmod(0o1777)
-    print(f"installed: {venv}, {proxy.name}, configuration in {ETC}, exchange {EXCHANGE}")
+    group = grp.getgrnam(GROUP)
+    gid = group.gr_gid
+    instructors = {0} | {_uid(name) for name in group.gr_mem} - {None}
+    for name, mode in EXCHANGE_FOLDERS.items():
+        folder = EXCHANGE / COURSE_ID / name
+        info = os.lstat(folder) if os.path.lexists(folder) else None
+        if info is not None and (not stat.S_ISDIR(info.st_mode) or info.st_uid not in instructors):
+            # made by a student (or anyone but root and the instructors) before this install:
+            # theirs, not the course's; an instructor's (nbgrader's first release made it) is kept
+            aside = folder.with_name(f"{folder.name}.not-the-course.{secrets.token_hex(4)}")
+            folder.rename(aside)
+            print(f"moved aside {folder} (made by uid {info.st_uid}) to {aside}", file=sys.stderr)
+        folder.mkdir(exist_ok=True)
+        os.chown(folder, 0, gid)
+        folder.chmod(mode)
+
+
+def _uid(name: str) -> int | None:
+    try:
+        return pwd.getpwnam(name).pw_uid
+    except KeyError:
+        return None
 
 
 def read_roster(path: Path) -> list[tuple[str, str]]:
@@ -115,6 +209,7 @@ def add_users(path: Path, passwords: bool = False) -> dict[str, str]:
     Returns {username: password} for the users given a fresh password (``passwords``)."""
     rows = read_roster(path)
     given = {}
+    ensure_group()
     for name, role in rows:
         if subprocess.run(["id", "-u", name], capture_output=True).returncode != 0:
             run("useradd", "--create-home", "--shell", "/bin/bash", name)
@@ -123,6 +218,10 @@ def add_users(path: Path, passwords: bool = False) -> dict[str, str]:
         if passwords:
             given[name] = secrets.token_urlsafe(12)
             run("chpasswd", input=f"{name}:{given[name]}\n".encode())
+        if role == "instructor":
+            run("usermod", "--append", "--groups", GROUP, name)
+        elif name in grp.getgrnam(GROUP).gr_mem:  # a student never reads the grader
+            run("gpasswd", "--delete", name, GROUP, stdout=subprocess.DEVNULL)
         if role == "instructor" and not (home / "course").exists():
             course = home / "course"
             course.mkdir()

@@ -12,8 +12,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from autograder.commands.feedback import MathBudget, sanitize_html
+from autograder.commands.feedback import MathBudget
 from autograder.course.notebook import cut_hidden_regions
+from autograder.course.safe_html import sanitize_html
 
 from autograder_support import (
     ASSIGNMENT,

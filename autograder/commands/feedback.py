@@ -17,10 +17,8 @@ The page shows what a student wrote, and the instructor opens it too, so nothing
 may run in it or reach out of it. :class:`SafeHTMLExporter` renders the notebook:
 
 * every piece of HTML from the notebook (rendered markdown, written answers, raw cells, any output)
-  goes through :func:`sanitize_html`, built on ``nh3`` (the binding of the Rust sanitizer
-  ammonia): an allow-list of tags and attributes, no script, style, iframe, object, SVG or event
-  handler, links only to ``#anchors``, http(s) and mailto, images only as ``data:image/...``
-  (a remote or relative image loses its source and shows its alt text);
+  goes through the course's one sanitizer (:mod:`autograder.course.safe_html`, which the
+  formgrader on the class's hub uses too): nothing that runs, loads or leaves the page;
 * MathJax works within bounds: the TeX input gets ``maxMacros`` and ``maxBuffer`` limits (the
   template), and a markdown cell whose math is larger than :class:`MathBudget` allows, or that
   comes after the page's budget is spent, is shown with its TeX as text instead of typeset;
@@ -38,70 +36,21 @@ import re
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import urlsplit
 
-import nh3
 from jinja2 import pass_context
-from nbconvert.exporters import HTMLExporter
 from nbgrader.converters import GenerateFeedback
 from nbgrader.utils import capture_log, temp_attrs
 
 from autograder.course import Course, CourseError
 from autograder.course.exchange import SECRET, SECRET_FILE, release_feedback
 from autograder.course.nbgrader_glue import configure_feedback
+from autograder.course.safe_html import CONTROL, SanitizingHTMLExporter
 
 # What a feedback page needs of MathJax 3: the TeX+CHTML component, its fonts, the TeX extensions
 # it autoloads (\color, \cancel, ...) and the context menu with its accessibility parts.
 MATHJAX_PARTS = ("tex-chtml.js", "output/chtml/fonts/woff-v2", "input/tex/extensions", "ui", "a11y")
 MATHJAX_INLINE = "tex-svg-full.js"  # what a page that travels alone carries (see inline_mathjax)
 _REMOTE = re.compile(r"""<(?:script|link|img|iframe)\b[^>]*\b(?:src|href)\s*=\s*["']?(?:https?:)?//""", re.I)
-# C0 and C1 control characters but tab, newline and carriage return; DEL.
-CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
-
-# -- what a student's HTML may keep ----------------------------------------------------------------
-
-# Text structure, tables, code, images; the classes and ids nbconvert's markup and anchors use.
-TAGS = (nh3.ALLOWED_TAGS - {"area", "map"}) | {"main", "section", "input"}
-ATTRIBUTES = {
-    "*": {"class", "id", "title", "lang", "dir"},
-    "a": {"href", "name"},
-    "img": {"src", "alt", "width", "height"},
-    "input": {"type", "checked", "disabled"},  # markdown task lists
-    "ol": {"start"},
-    "td": {"align", "colspan", "rowspan", "style"},
-    "th": {"align", "colspan", "rowspan", "style"},
-}
-# Dropped with everything inside them (ammonia drops other unknown tags but keeps their text).
-DROP_WITH_CONTENT = {"script", "style", "iframe", "frame", "frameset", "object", "embed", "applet",
-                     "noscript", "template", "svg", "math", "textarea", "select", "title"}
-
-
-def _keep_attribute(tag: str, attribute: str, value: str) -> str | None:
-    """What an allowed attribute may hold: no address the page would load or run."""
-    if attribute == "src":  # only images inside the page itself
-        return value if value.strip().lower().startswith("data:image/") else None
-    if attribute == "href":  # an anchor of the page, or a link the reader chooses to follow
-        url = value.strip()
-        if url.startswith("#"):
-            return url
-        parts = urlsplit(url)
-        return url if parts.scheme.lower() in ("http", "https", "mailto") and (parts.netloc or parts.path) else None
-    if attribute == "type":
-        return value if value.lower() == "checkbox" else None
-    return value
-
-
-_CLEANER = nh3.Cleaner(tags=TAGS, clean_content_tags=DROP_WITH_CONTENT, attributes=ATTRIBUTES,
-                       attribute_filter=_keep_attribute, url_schemes={"http", "https", "mailto", "data"},
-                       filter_style_properties={"text-align"}, link_rel="noopener noreferrer nofollow")
-
-
-def sanitize_html(html: str) -> str:
-    """A student's HTML with nothing that runs, loads or leaves the page (see the module docstring)."""
-    # Control characters are removed after cleaning: a reference such as &#27; comes out as one.
-    return CONTROL.sub("", _CLEANER.clean(html))
-
-
 # -- how much math a page typesets -------------------------------------------------------------------
 
 @dataclass
@@ -180,26 +129,21 @@ def _brace_depth(text: str) -> int:
     return deepest
 
 
-class SafeHTMLExporter(HTMLExporter):
-    """nbconvert's HTML exporter with every piece of the notebook's HTML through
-    :func:`sanitize_html` and its math within a :class:`MathBudget`."""
+class SafeHTMLExporter(SanitizingHTMLExporter):
+    """The sanitizing exporter (:mod:`autograder.course.safe_html`) with the page's math within a
+    :class:`MathBudget`."""
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
-        self.sanitize_html = True  # the templates then pass outputs through clean_html and drop scripts
         self.math = MathBudget()
 
     def from_notebook_node(self, nb, resources=None, **kw):
         self.math = MathBudget()  # one budget per page
         return super().from_notebook_node(nb, resources, **kw)
 
-    def default_filters(self):
-        yield from super().default_filters()
-        yield ("clean_html", sanitize_html)  # in place of nbconvert's bleach-based one
-
     @pass_context
     def markdown2html(self, context, source: str) -> str:
-        html = sanitize_html(super().markdown2html(context, source))
+        html = super().markdown2html(context, source)
         refused = self.math.refuse(source)
         if refused is None:
             return html

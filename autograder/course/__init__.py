@@ -96,6 +96,11 @@ class Course:
         elif "root" not in config.Exchange:
             raise CourseError("no nbgrader exchange: pass --exchange DIR or set c.Exchange.root "
                               f"in {self.root / 'nbgrader_config.py'}")
+        # A class's hub makes the course's folders of the exchange root's, shared by the
+        # instructors' group (deploy/hub.py): nbgrader then writes them as a group member.
+        folder = Path(config.Exchange.root) / self.coursedir(config).course_id
+        if folder.is_dir() and folder.stat().st_uid != os.geteuid():
+            config.CourseDirectory.groupshared = True
         return config
 
     def gradebook(self) -> Gradebook:

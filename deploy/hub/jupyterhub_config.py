@@ -61,10 +61,18 @@ c.Spawner.http_timeout = 120
 # The students' Jupyter configuration: the exchange, no formgrader, no create-assignment toolbar.
 EXCHANGE = os.environ.get("AUTOGRAD_EXCHANGE", "/srv/nbgrader/exchange")
 c.Spawner.environment = {"JUPYTER_CONFIG_PATH": str(HERE / "student"), "AUTOGRAD_EXCHANGE": EXCHANGE}
-# Instructors get the formgrader (manual grading of the written answers) and their course folder.
+# Instructors get the formgrader (manual grading of the written answers) guarded against their
+# students' scripts (instructor/python/autograd_formgrader_guard.py), their course folder, and the
+# grader on their PATH (readable by the instructors' system group only: deploy/hub.py install_grader).
+GRADER = PREFIX / "grader"
 c.Spawner.group_overrides = {
     "01-instructors": {
         "groups": ["instructors"],
-        "spawner_override": {"environment": {"JUPYTER_CONFIG_PATH": str(HERE / "instructor")}},  # merged into the above
+        "spawner_override": {"environment": {  # merged into the above
+            "JUPYTER_CONFIG_PATH": str(HERE / "instructor"),
+            "PYTHONPATH": str(HERE / "instructor" / "python"),
+            "AUTOGRAD_MATHJAX": str(GRADER / "lib" / "sphinx-mathjax-offline" / "static" / "mathjax"),
+            "PATH": f"{GRADER / 'bin'}:{PREFIX / 'venv' / 'bin'}:/usr/local/bin:/usr/bin:/bin",
+        }},
     },
 }

@@ -1,0 +1,154 @@
+"""The instructors' Jupyter server on the class's hub: no student's script runs in it.
+
+The formgrader shows a student's written answers, markdown and outputs in a page of the
+instructor's own server. A script there acts as the instructor: their files, their terminal, the
+course's ``nbgrader_config.py`` that their commands run. So, as a Jupyter server extension
+(enabled by ``jupyter_server_config.json`` in the instructors' configuration folder):
+
+* the formgrader renders a submission through the course's sanitizer, the one the feedback pages
+  use (``autograd_safe_html``: a copy of ``autograder/course/safe_html.py`` that ``deploy/hub.py
+  install`` puts beside this file, since the grader is not installed where the hub's servers
+  run), and escapes the names it shows;
+* its math is typeset by MathJax 3 served by this server (the feedback pages' configuration, with
+  its bounds: ``autograd_formgrade/mathjax.html.j2``, a copy of the feedback template's, shadows
+  the formgrade template's MathJax 2 from a CDN), never loaded from outside;
+* every page of the server carries a strict Content-Security-Policy: a script runs only if it
+  is the server's own (same origin, or inline with the page's nonce) -- the nonce goes to every
+  inline script of a page the server renders itself, but in a formgrader page only to those of its
+  ``<head>``, its body being the student's work --, the formgrader's two inline handlers by their
+  hashes, no inline handler or ``javascript:`` address of anyone else's, nothing loaded from
+  another origin, no plugin, no ``<base>``, no form sent elsewhere, no framing by another site.
+  A page served as a file (``/files/``) gets no nonce at all.
+"""
+from __future__ import annotations
+
+import base64
+import hashlib
+import html
+import os
+import re
+import secrets
+from pathlib import Path
+
+from tornado.web import OutputTransform, StaticFileHandler
+
+try:  # on the hub: the copy beside this file
+    from autograd_safe_html import SanitizingHTMLExporter
+except ImportError:  # from the repository (its tests)
+    from autograder.course.safe_html import SanitizingHTMLExporter
+
+# nbgrader's formgrade template shows and hides the student's name with these inline handlers.
+FORMGRADER_HANDLERS = ("toggle_name(true);", "toggle_name(false);")
+_SCRIPT = re.compile(rb"<script\b", re.I)
+_HEAD_END = re.compile(rb"</head\s*>", re.I)
+
+
+def _hash(source: str) -> str:
+    return f"'sha256-{base64.b64encode(hashlib.sha256(source.encode()).digest()).decode()}'"
+
+
+def policy(nonce: str) -> str:
+    """The Content-Security-Policy of a page whose own inline scripts carry ``nonce``."""
+    # 'unsafe-eval': JupyterLab compiles its settings schemas (ajv) and the formgrader its
+    # templates (underscore) with new Function; it runs no text of a page, only the app's own.
+    scripts = " ".join(["'self'", f"'nonce-{nonce}'", "'unsafe-eval'", "'unsafe-hashes'",
+                        *map(_hash, FORMGRADER_HANDLERS)])
+    return "; ".join([
+        "default-src 'self'", f"script-src {scripts}", "style-src 'self' 'unsafe-inline'",
+        "img-src 'self' data: blob:", "font-src 'self' data:", "connect-src 'self'", "worker-src 'self' blob:",
+        "frame-src 'self'", "object-src 'none'", "base-uri 'self'", "form-action 'self'",
+        "frame-ancestors 'self'"])
+
+
+def with_nonce(page: bytes, nonce: str, head_only: bool) -> bytes:
+    """``page`` with ``nonce`` on its script elements (only those before ``</head>``, if asked)."""
+    tag = f'<script nonce="{nonce}"'.encode()
+    if not head_only:
+        return _SCRIPT.sub(tag, page)
+    end = _HEAD_END.search(page)
+    if end is None:
+        return page
+    return _SCRIPT.sub(tag, page[:end.start()]) + page[end.start():]
+
+
+class GuardPages(OutputTransform):
+    """Sets the policy on every response, and the nonce on the scripts of the pages the server renders."""
+
+    def __init__(self, request) -> None:
+        self.path = request.path
+
+    def transform_first_chunk(self, status_code, headers, chunk, finishing):
+        nonce = secrets.token_urlsafe(18)
+        headers["Content-Security-Policy"] = policy(nonce)
+        rendered = "/files/" not in self.path and "/static/" not in self.path
+        if rendered and finishing and headers.get("Content-Type", "").startswith("text/html"):
+            chunk = with_nonce(chunk, nonce, head_only="/formgrader/" in self.path)
+            if "Content-Length" in headers:
+                headers["Content-Length"] = str(len(chunk))
+        return status_code, headers, chunk
+
+
+class GuardedExporter(SanitizingHTMLExporter):
+    """The formgrader's exporter with every piece of the student's HTML sanitized, names escaped."""
+
+    def from_filename(self, filename, resources=None, **kw):
+        resources = dict(resources or {})
+        for key in ("first_name", "last_name", "student"):
+            if isinstance(resources.get(key), str):
+                resources[key] = html.escape(resources[key])
+        return super().from_filename(filename, resources=resources, **kw)
+
+
+HERE = Path(__file__).resolve().parent
+
+
+def mathjax_folder() -> Path:
+    """MathJax 3 for the formgrader: $AUTOGRAD_MATHJAX (the hub: the grader's copy), else the
+    sphinx-mathjax-offline package where this server runs."""
+    if os.environ.get("AUTOGRAD_MATHJAX"):
+        return Path(os.environ["AUTOGRAD_MATHJAX"])
+    import importlib.metadata
+    dist = importlib.metadata.distribution("sphinx-mathjax-offline")
+    return Path(str(dist.locate_file("sphinx-mathjax-offline/static/mathjax")))
+
+
+def _guarded_exporter(handler) -> GuardedExporter:
+    settings = handler.settings
+    if "autograd_guarded_exporter" not in settings:
+        original = settings["nbgrader_exporter"]
+        settings["autograd_guarded_exporter"] = GuardedExporter(
+            config=original.config, template_name="autograd_formgrade",
+            extra_template_basedirs=[str(HERE), *original.extra_template_basedirs])
+    return settings["autograd_guarded_exporter"]
+
+
+def _jupyter_server_extension_points():
+    return [{"module": "autograd_formgrader_guard"}]
+
+
+def _load_jupyter_server_extension(serverapp) -> None:
+    from nbgrader.server_extensions.formgrader import base
+
+    base.BaseHandler.exporter = property(_guarded_exporter)  # whichever extension loads first
+    serverapp.web_app.transforms.insert(0, GuardPages)  # before any compression of the body
+    # the macro loads mathjax/tex-chtml.js relative to the page: served beside each submission page
+    prefix = serverapp.web_app.settings.get("base_url", "/")
+    serverapp.web_app.add_handlers(".*$", [(rf"{re.escape(prefix)}formgrader/submissions/[^/]+/mathjax/(.*)",
+                                            StaticFileHandler, {"path": str(mathjax_folder())})])
+    serverapp.log.info("autograd_formgrader_guard: formgrader sanitized, Content-Security-Policy on every page")
+
+
+try:
+    from nbgrader.exchange.abc import ExchangeCollect as _ExchangeCollect
+    from nbgrader.exchange.abc import ExchangeError as _ExchangeError
+except ImportError:  # pragma: no cover (nbgrader is in every environment this runs in)
+    _ExchangeCollect, _ExchangeError = object, RuntimeError  # type: ignore[assignment,misc]
+
+
+class RefusedCollect(_ExchangeCollect):  # type: ignore[misc,valid-type]
+    """The formgrader's Collect button, refused: nbgrader's collect follows a student's links and
+    takes the student's word for whose submission it is and when it was made."""
+
+    def start(self):
+        raise _ExchangeError("collect with `autograder collect ASSIGNMENT --exchange` in a terminal: it reads the "
+                             "exchange safely (nbgrader's collect follows a student's links)")
