@@ -105,8 +105,12 @@ def cmd_grade(course: Course, args) -> int:
                     memory_mb=args.memory_mb or None)
     students = [s.strip() for s in args.students.split(",") if s.strip()] if args.students else None
     try:
+        access = None
+        if args.scheduler:
+            from autograder.grading.executors import ClusterAccess
+            access = ClusterAccess(args.tls_ca_file, args.tls_cert, args.tls_key, args.single_user_machine)
         outcomes = grade(course, course.require_assignment(args.assignment), students, jobs=args.jobs,
-                         limits=limits, force=args.force, unsafe=args.unsafe, scheduler=args.scheduler)
+                         limits=limits, force=args.force, unsafe=args.unsafe, scheduler=args.scheduler, access=access)
     except KeyboardInterrupt:
         print(f"\ninterrupted: the students recorded so far are kept; rerun "
               f"`autograder grade {args.assignment}` to grade the rest", file=sys.stderr)
@@ -269,9 +273,15 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("--unsafe", action="store_true",
                      help="grade even where no sandbox can be made: student code then runs as you "
                           "(never for real students)")
-    sub.add_argument("--scheduler", metavar="tcp://HOST:PORT",
+    sub.add_argument("--scheduler", metavar="tls://HOST:PORT",
                      help="grade on the workers of this Dask scheduler instead of --jobs local ones; this "
                           "machine still records every grade (deploy/dask.md)")
+    sub.add_argument("--tls-ca-file", metavar="PEM", help="the grading cluster's CA (deploy/dask_certs.py)")
+    sub.add_argument("--tls-cert", metavar="PEM", help="this grader's certificate, signed by the cluster's CA")
+    sub.add_argument("--tls-key", metavar="PEM", help="its private key")
+    sub.add_argument("--single-user-machine", action="store_true",
+                     help="accept a tcp:// scheduler without TLS: only where no one else can reach it (anyone who "
+                          "can runs code on its workers)")
 
     sub = add("feedback", cmd_feedback, "per-student HTML feedback without hidden tests, math offline")
     sub.add_argument("assignment")

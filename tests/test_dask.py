@@ -15,6 +15,7 @@ import shutil
 import signal
 import socket
 import sqlite3
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -60,28 +61,45 @@ def _stop(processes: list[subprocess.Popen]) -> None:
             process.wait(timeout=10)
 
 
+def _certificates(folder: Path) -> dict[str, str]:
+    """The cluster's CA and certificates, as deploy/dask.md makes them (deploy/dask_certs.py)."""
+    assert subprocess.run([sys.executable, str(REPO / "deploy" / "dask_certs.py"), str(folder)],
+                          capture_output=True).returncode == 0
+    return {name: str(folder / name) for name in ("ca.pem", "cluster.pem", "cluster.key", "client.pem", "client.key")}
+
+
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    """(scheduler address, the nanny's process, the nanny-less worker's process)."""
+    """(scheduler address, the nanny's process, the nanny-less worker's process, the grader's TLS
+    flags): a cluster that takes only connections with a certificate of its CA."""
     logs = tmp_path_factory.mktemp("dask")
+    certs = _certificates(logs / "certs")
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    address = f"tcp://127.0.0.1:{port}"
+    address = f"tls://127.0.0.1:{port}"
+    tls = ["--tls-ca-file", certs["ca.pem"], "--tls-cert", certs["cluster.pem"], "--tls-key", certs["cluster.key"]]
     dask = [sys.executable, "-m"]
     started: list[subprocess.Popen] = []
     try:
         started.append(_start([*dask, "distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port", str(port),
-                               "--no-dashboard"], logs / "scheduler.log"))
+                               "--protocol", "tls", *tls, "--no-dashboard"], logs / "scheduler.log"))
         worker = [*dask, "distributed.cli.dask_worker", address, "--nthreads", "1", "--no-dashboard",
-                  "--host", "127.0.0.1"]
+                  "--host", "127.0.0.1", *tls]
         started.append(_start([*worker, "--nanny"], logs / "nanny.log"))  # QUIET_DASK: a non-daemonic worker
         started.append(_start([*worker, "--no-nanny"], logs / "worker.log"))
-        with distributed.Client(address, timeout=120) as client:
+        grader = ["--tls-ca-file", certs["ca.pem"], "--tls-cert", certs["client.pem"], "--tls-key", certs["client.key"]]
+        with distributed.Client(address, timeout=120, security=_security(certs["client.pem"], certs)) as client:
             client.wait_for_workers(2, timeout=180)
-        yield address, started[1], started[2]
+        yield address, started[1], started[2], grader
     finally:
         _stop(started)
+
+
+def _security(cert: str, certs: dict[str, str]):
+    from distributed.security import Security
+    return Security(tls_ca_file=certs["ca.pem"], tls_client_cert=cert, tls_client_key=cert.replace(".pem", ".key"),
+                    require_encryption=True)
 
 
 def _course(root: Path) -> Course:
@@ -141,7 +159,7 @@ def _kill_a_worker_mid_task(nanny: subprocess.Popen, plain: subprocess.Popen, ki
 
 
 def test_a_cluster_grades_as_this_machine_does_even_when_a_worker_is_killed(cluster, tmp_path, capsys):
-    address, nanny, plain = cluster
+    address, nanny, plain, grader = cluster
     local, remote = _course(tmp_path / "local"), _course(tmp_path / "remote")
     with socket.socket() as listener:
         listener.bind(("127.0.0.1", 0))
@@ -156,7 +174,7 @@ def test_a_cluster_grades_as_this_machine_does_even_when_a_worker_is_killed(clus
 
     killed: list[int] = []
     watcher = _kill_a_worker_mid_task(nanny, plain, killed)
-    assert autograder(remote, "grade", ASSIGNMENT, "--scheduler", address) == 0
+    assert autograder(remote, "grade", ASSIGNMENT, "--scheduler", address, *grader) == 0
     rows = table(capsys.readouterr().out)
     watcher.join(timeout=1)
     assert killed, "no worker was seen grading"
@@ -177,7 +195,8 @@ def test_a_cluster_grades_as_this_machine_does_even_when_a_worker_is_killed(clus
 
     # the killed worker's scratch folder is reaped by the next task or, when it was killed during
     # the last tasks, by the next connect: a later run on the cluster (one student regraded)
-    assert autograder(remote, "grade", ASSIGNMENT, "--scheduler", address, "--force", "--students", STUDENTS[0]) == 0
+    assert autograder(remote, "grade", ASSIGNMENT, "--scheduler", address, *grader, "--force",
+                      "--students", STUDENTS[0]) == 0
     capsys.readouterr()
     assert not [f for f in Path(tempfile.gettempdir()).glob(f"{executors.REMOTE_PREFIX}*")
                 if f.joinpath("owner.pid").exists() and f.joinpath("owner.pid").read_text() == str(killed[0])]
@@ -195,8 +214,38 @@ def test_an_unreachable_scheduler_is_a_clear_error(tmp_path, capsys):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]  # nothing listens there once closed
-    assert autograder(course, "grade", ASSIGNMENT, "--scheduler", f"tcp://127.0.0.1:{port}") == 2
+    assert autograder(course, "grade", ASSIGNMENT, "--scheduler", f"tcp://127.0.0.1:{port}",
+                      "--single-user-machine") == 2
     assert f"cannot reach the Dask scheduler tcp://127.0.0.1:{port}" in capsys.readouterr().err
+
+
+def test_no_one_without_a_certificate_of_the_cluster_reaches_it(cluster, tmp_path, capsys):
+    """A scheduler without TLS is refused unless the instructor says the machine is theirs alone;
+    the cluster refuses a client without a certificate, or with one of another CA: no code of
+    theirs runs on its workers."""
+    address, _, _, grader = cluster
+    course = _course(tmp_path / "course")
+    _submit(course, "alice", "{}")
+    assert autograder(course, "grade", ASSIGNMENT, "--scheduler", address.replace("tls://", "tcp://")) == 2
+    assert "refusing the unauthenticated Dask scheduler" in capsys.readouterr().err
+    assert autograder(course, "grade", ASSIGNMENT, "--scheduler", address) == 2
+    assert "pass --tls-ca-file, --tls-cert, --tls-key" in capsys.readouterr().err
+
+    stranger = _certificates(tmp_path / "another-ca")
+    for attempt in (lambda: distributed.Client(address.replace("tls://", "tcp://"), timeout=5),
+                    lambda: distributed.Client(address, timeout=5, security=_security(stranger["client.pem"], {
+                        **stranger, "ca.pem": grader[1]}))):
+        with pytest.raises((OSError, TimeoutError)):
+            client = attempt()
+            client.run(os.getpid)  # not reached: were it, this would run on every worker
+    # TLS that trusts the cluster but shows no certificate of its own: the scheduler ends it
+    host, port = address.removeprefix("tls://").split(":")
+    context = ssl.create_default_context(cafile=grader[1])
+    context.check_hostname = False
+    with socket.create_connection((host, int(port)), timeout=10) as raw, \
+            context.wrap_socket(raw) as tls, pytest.raises(ssl.SSLError):  # certificate required, or EOF
+        tls.sendall(b"\0" * 64)
+        tls.recv(1)
 
 
 # -- the worker's side and the client's checks, without a cluster -----------------------------------

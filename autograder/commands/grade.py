@@ -56,7 +56,7 @@ from autograder.grading.record import Ledger, Outcome, _graded_outcome, _record,
 from autograder.grading.workers import Finished, Limits, Run
 
 if TYPE_CHECKING:
-    from autograder.grading.executors import Executor
+    from autograder.grading.executors import ClusterAccess, Executor
 
 
 class StopRequest:
@@ -141,12 +141,13 @@ def require_sandbox(unsafe: bool) -> None:
 
 def grade(course: Course, assignment: str, students: list[str] | None = None, *, jobs: int = 1,
           limits: Limits = Limits(), force: bool = False, progress: bool = True,
-          unsafe: bool = False, scheduler: str | None = None) -> list[Outcome]:
+          unsafe: bool = False, scheduler: str | None = None, access: ClusterAccess | None = None) -> list[Outcome]:
     """Grade the submissions of ``assignment``; returns one Outcome per selected student.
 
-    ``scheduler`` (``tcp://HOST:PORT``): grade on that Dask cluster's workers instead of ``jobs``
-    local ones (:mod:`autograder.grading.executors`); this process still records every grade."""
-    from autograder.grading.executors import DaskExecutor, LocalExecutor
+    ``scheduler`` (``tls://HOST:PORT``): grade on that Dask cluster's workers instead of ``jobs``
+    local ones (:mod:`autograder.grading.executors`), reached as ``access`` says; this process
+    still records every grade."""
+    from autograder.grading.executors import ClusterAccess, DaskExecutor, LocalExecutor
 
     course.require_assignment(assignment)
     if scheduler is None:
@@ -171,7 +172,8 @@ def grade(course: Course, assignment: str, students: list[str] | None = None, *,
                 if scheduler is None:
                     executor = LocalExecutor(course, assignment, limits, unsafe, run, jobs)
                 else:
-                    executor = DaskExecutor(scheduler, course, assignment, limits, unsafe, run)
+                    executor = DaskExecutor(scheduler, course, assignment, limits, unsafe, run,
+                                            access or ClusterAccess())
                 try:
                     outcomes.update(GradingRun(course, assignment, ledger, executor, stop, progress).grade(todo))
                 finally:

@@ -29,6 +29,7 @@ import shutil
 import socket
 import time
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -289,17 +290,55 @@ def refuse_without_sandbox(address: str, reasons: dict[str, str | None], unsafe:
                           "to grade without one (student code then runs as the worker's user)")
 
 
+@dataclass(frozen=True)
+class ClusterAccess:
+    """How the grader proves itself to a Dask cluster: TLS with a client certificate of the
+    cluster's CA (``deploy/dask_certs.py``), or nothing, on a machine no one else can reach."""
+    tls_ca_file: str | None = None
+    tls_cert: str | None = None
+    tls_key: str | None = None
+    single_user_machine: bool = False
+
+    def security(self, address: str):
+        """The ``distributed.Security`` to connect to ``address`` with (None: a plain connection),
+        or CourseError when the connection would let others in or the certificates are missing."""
+        from distributed.security import Security
+        scheme = address.split("://", 1)[0] if "://" in address else "tcp"
+        files = {"--tls-ca-file": self.tls_ca_file, "--tls-cert": self.tls_cert, "--tls-key": self.tls_key}
+        if scheme == "tls":
+            missing = [flag for flag, path in files.items() if not path]
+            if missing:
+                raise CourseError(f"a tls:// scheduler needs the cluster's CA and a client certificate: pass "
+                                  f"{', '.join(missing)} (deploy/dask_certs.py makes them)")
+            for flag, path in files.items():
+                try:
+                    Path(str(path)).read_bytes()
+                except OSError as error:
+                    raise CourseError(f"{flag} {path}: cannot be read ({error.strerror})") from None
+            return Security(tls_ca_file=self.tls_ca_file, tls_client_cert=self.tls_cert,
+                            tls_client_key=self.tls_key, require_encryption=True)
+        if not self.single_user_machine:
+            raise CourseError(
+                f"refusing the unauthenticated Dask scheduler {address}: anyone who can reach its port runs code on "
+                "its workers, which hold the source notebooks (the solutions) and every submission. Run the cluster "
+                "with TLS and client certificates (tls://, --tls-ca-file/--tls-cert/--tls-key; deploy/dask.md), or "
+                "pass --single-user-machine if no one else can reach it")
+        return None
+
+
 class DaskExecutor:
-    def __init__(self, address: str, course: Course, assignment: str, limits: Limits, unsafe: bool, run: Run):
+    def __init__(self, address: str, course: Course, assignment: str, limits: Limits, unsafe: bool, run: Run,
+                 access: ClusterAccess = ClusterAccess()):
         try:
             from distributed import Client
         except ImportError:
             raise CourseError("grading on a Dask cluster needs the `distributed` package: "
                               "pip install 'autograd-course[dask]'") from None
         self.course, self.assignment, self.unsafe, self.run = course, assignment, unsafe, run
+        security = access.security(address)
         try:
             # the default client of this process: distributed.wait finds it so
-            self.client = Client(address, timeout=10)
+            self.client = Client(address, timeout=10, security=security)
         except OSError as error:
             raise CourseError(f"cannot reach the Dask scheduler {address}: {error}") from None
         try:
