@@ -129,6 +129,7 @@ def install_grader(venv: Path) -> None:
                        f'PYTHONPATH={grader / "lib"}${{PYTHONPATH:+:$PYTHONPATH}} '
                        f'exec {venv / "bin" / "python"} -m autograder "$@"\n')
     wrapper.chmod(0o750)
+    shutil.copyfile(HERE / "dask_certs.py", staging / "bin" / "dask_certs.py")  # deploy/dask.md
     gid = grp.getgrnam(GROUP).gr_gid
     for root, _dirs, files in os.walk(staging):
         os.chown(root, 0, gid)

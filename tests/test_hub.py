@@ -34,10 +34,15 @@ ASSIGNMENT = "a01_graphs"
 SOLUTION = re.compile(r"[ \t]*### BEGIN SOLUTION\n(.*?)[ \t]*### END SOLUTION\n?", re.S)
 
 
-def autograder(*args: str) -> subprocess.CompletedProcess:
-    """The instructor's command, as they type it on the hub's machine (as root: it sandboxes)."""
-    return subprocess.run([sys.executable, "-m", "autograder", *args], capture_output=True, text=True, cwd=REPO,
-                          timeout=1800)
+PREFIX = Path(os.environ.get("AUTOGRAD_HUB_PREFIX", "/opt/autograd-hub"))
+GRADER = PREFIX / "grader" / "bin" / "autograder"  # the grader as deploy/hub.py installs it for the instructors
+
+
+def as_user(user: str, *command: str | Path, **kwargs) -> subprocess.CompletedProcess:
+    """A command run by ``user`` as from their terminal on the hub (their home, their groups)."""
+    home = os.path.expanduser(f"~{user}")
+    return subprocess.run(["runuser", "-u", user, "--", "env", f"HOME={home}", *map(str, command)],
+                          capture_output=True, text=True, cwd=home, **kwargs)
 
 
 def free_port() -> int:
@@ -60,12 +65,13 @@ class Hub:
         tag = secrets.token_hex(2)
         self.instructor = f"hubt{tag}i"
         self.students = [f"hubt{tag}{who}" for who in ("a", "b", "c")]
+        self.mallory = f"hubt{tag}m"  # a student with a shell who never opens the Assignments tab
         self.env = {**os.environ, "AUTOGRAD_HUB_ETC": str(root / "etc"), "AUTOGRAD_HUB_STATE": str(root / "state"),
                     "AUTOGRAD_EXCHANGE": str(root / "exchange"), "AUTOGRAD_HUB_PORT": str(self.port)}
         self.exchange = root / "exchange"
         self.roster = root / "roster.csv"
         self.roster.write_text("username,role\n" + f"{self.instructor},instructor\n"
-                               + "".join(f"{s},student\n" for s in self.students))
+                               + "".join(f"{s},student\n" for s in [*self.students, self.mallory]))
         self.passwords: dict[str, str] = {}
         self.process: subprocess.Popen | None = None
         self.log = root / "hub.log"
@@ -192,7 +198,7 @@ def hub():
         yield hub
     finally:
         hub.stop()
-        for user in [hub.instructor, *hub.students]:
+        for user in [hub.instructor, *hub.students, hub.mallory]:
             subprocess.run(["pkill", "-KILL", "-u", user], capture_output=True)  # userdel refuses a user with processes
             for _ in range(50):
                 if subprocess.run(["userdel", "--remove", user], capture_output=True).returncode in (0, 6):

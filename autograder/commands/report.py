@@ -31,6 +31,7 @@ from nbgrader.api import MissingEntry  # noqa: E402
 
 from autograder.course import Course, CourseError  # noqa: E402
 from autograder.course import notebook as nbfile  # noqa: E402
+from autograder.course.files import save_figure, text_file
 from autograder.course.lms import LMS_NAMES, Grade, load_roster, write_canvas, write_moodle  # noqa: E402
 from autograder.grading.record import Ledger  # noqa: E402
 
@@ -98,7 +99,7 @@ def write_csv(path: Path, rows: list[Row], cells: list[tuple[str, str, float]]) 
     notebooks = list(dict.fromkeys(nb for nb, _, _ in cells))
     exercises = list(dict.fromkeys(nbfile.exercise_of(gid) for _, gid, _ in cells if not _written(gid)))
     written = [gid for _, gid, _ in cells if _written(gid)]
-    with open(path, "w", newline="") as handle:
+    with text_file(path) as handle:
         out = csv.writer(handle)
         out.writerow(["student", "status", "score", "max_score", "raw_score", "late_penalty"]
                      + [f"notebook:{nb}" for nb in notebooks] + [f"exercise:{ex}" for ex in exercises]
@@ -130,8 +131,7 @@ def plot_scores(path: Path, assignment: str, rows: list[Row], max_score: float) 
            xlabel=f"score (out of {max_score:g})", ylabel="students")
     ax.yaxis.get_major_locator().set_params(integer=True)  # type: ignore[call-arg]  # MaxNLocator's
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def plot_failures(path: Path, assignment: str, rows: list[Row], cells: list[tuple[str, str, float]]) -> None:
@@ -148,8 +148,7 @@ def plot_failures(path: Path, assignment: str, rows: list[Row], cells: list[tupl
     ax.set(title=f"{assignment}: share of graded students who lost points, per grade cell",
            xlabel="% of students", xlim=(0, 100))
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def lms_grades(rows: list[Row]) -> dict[str, Grade]:

@@ -110,9 +110,14 @@ def read_inbound(inbound: Path, assignment: str, notebooks: Iterable[str], relea
                 found.skipped.append((name, f"after the due date ({record.time:%Y-%m-%d %H:%M:%S} UTC); "
                                             "an earlier submission is used"))
                 continue
-            latest = found.records.get(record.student)
-            if latest is None or (record.time, record.name) > (latest.time, latest.name):
-                found.records[record.student] = record
+            current = found.records.get(record.student)
+            if current is None or (record.time, record.name) > (current.time, current.name):
+                found.records[record.student], superseded = record, current
+            else:
+                superseded = record
+            if superseded is not None:  # only what no honest submission holds is worth a line
+                found.skipped += [(f"{superseded.name}/{entry}", reason) for entry, reason in superseded.skipped
+                                  if reason in _KINDS.values() or reason.startswith("a file of ")]
     finally:
         os.close(folder)
     return found

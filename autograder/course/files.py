@@ -9,7 +9,9 @@ the new one, never half of one.
 from __future__ import annotations
 
 import contextlib
+import io
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 _CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
@@ -44,3 +46,22 @@ def write_file(path: str | Path, data: bytes | str, mode: int = 0o644) -> None:
         write_replacing(folder, path.name, data.encode() if isinstance(data, str) else data, mode)
     finally:
         os.close(folder)
+
+
+@contextlib.contextmanager
+def text_file(path: str | Path) -> Iterator[io.StringIO]:
+    """A text file to write (CSV: newlines as given), put in place by :func:`write_file` when the
+    block ends without an error."""
+    buffer = io.StringIO(newline="")
+    yield buffer
+    write_file(path, buffer.getvalue())
+
+
+def save_figure(figure, path: str | Path, dpi: int = 120) -> None:
+    """A matplotlib figure saved as :func:`write_file` writes (the format from the name), then closed."""
+    import matplotlib.pyplot as plt
+
+    buffer = io.BytesIO()
+    figure.savefig(buffer, dpi=dpi, format=Path(path).suffix.lstrip(".") or "png")
+    plt.close(figure)
+    write_file(path, buffer.getvalue())

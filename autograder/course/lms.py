@@ -61,6 +61,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path, PurePosixPath
 
 from autograder.course import Course, CourseError
+from autograder.course.files import text_file
 
 ROSTER_COLUMNS = ("id", "first_name", "last_name", "email", "canvas_id", "moodle_id", "sis_id", "sis_login_id")
 UNIQUE_COLUMNS = ("id", "email", "canvas_id", "moodle_id")
@@ -297,7 +298,7 @@ def _num(value: float | None) -> str:
 def write_canvas(path: Path, roster: Roster, column: str, points: float, grades: dict[str, Grade]) -> list[str]:
     """Canvas's gradebook CSV; returns the roster ids left out (no canvas_id: Canvas could not match them)."""
     left_out = [s.id for s in roster.students if not s.canvas_id]
-    with open(path, "w", newline="", encoding="utf-8") as handle:
+    with text_file(path) as handle:
         out = csv.writer(handle)
         out.writerow(["Student", "ID", "SIS User ID", "SIS Login ID", "Section", column])
         out.writerow(["Points Possible", "", "", "", "", _num(points)])
@@ -312,7 +313,7 @@ def write_canvas(path: Path, roster: Roster, column: str, points: float, grades:
 def write_moodle(path: Path, roster: Roster, column: str, grades: dict[str, Grade]) -> list[str]:
     """Moodle's grade-import CSV; returns the roster ids left out (neither email nor ID number)."""
     left_out = [s.id for s in roster.students if not (s.email or s.sis_id)]
-    with open(path, "w", newline="", encoding="utf-8") as handle:
+    with text_file(path) as handle:
         out = csv.writer(handle)
         out.writerow(["Email address", "ID number", "First name", "Last name", column, "Feedback"])
         for s in roster.students:
