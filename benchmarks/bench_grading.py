@@ -52,9 +52,11 @@ sys.path.insert(0, str(REPO))
 from autograder.commands.grade import grade  # noqa: E402
 from autograder.commands.release import add_release_files  # noqa: E402
 from autograder.course import Course  # noqa: E402
+from autograder.grading.executors import ClusterAccess  # noqa: E402
 from autograder.grading.workers import Limits  # noqa: E402
 
 TIMESTAMP = "2026-01-01 00:00:00.000000 UTC"
+LOOPBACK = ClusterAccess(single_user_machine=True)  # the bench's cluster: 127.0.0.1, for this run alone
 
 
 def scratch_course(source_course: Path, assignment: str, root: Path, copies: int) -> Course:
@@ -222,7 +224,7 @@ def compare_dask(source_course: Path, assignment: str, n: int, capstone_seconds:
             grade(scratch_course(source_course, assignment, root / "warm-local", 2), assignment, jobs=2,
                   progress=False)
             grade(scratch_course(source_course, assignment, root / "warm-dask", 2), assignment, progress=False,
-                  scheduler=address)
+                  scheduler=address, access=LOOPBACK)
             record = grading._record
 
             def timed_record(*args, **kwargs):
@@ -238,7 +240,7 @@ def compare_dask(source_course: Path, assignment: str, n: int, capstone_seconds:
                     grading._record = timed_record if path == "dask" else record
                     started = time.perf_counter()
                     outcomes = grade(course, assignment, progress=True,
-                                     **({"scheduler": address} if path == "dask" else {"jobs": 2}))
+                                     **({"scheduler": address, "access": LOOPBACK} if path == "dask" else {"jobs": 2}))
                     elapsed = time.perf_counter() - started
                     grading._record = record
                     times[path].append(elapsed)

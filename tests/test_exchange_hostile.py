@@ -165,7 +165,7 @@ def test_one_size_limit_and_the_latest_record_wins(course, capsys, monkeypatch):
     monkeypatch.setattr(exchange_module, "MAX_NOTEBOOK_BYTES", 1000)
     big = record(course, "trent")
     assert autograder(course, "collect", ASSIGNMENT, "--exchange") == 0
-    assert table(capsys.readouterr().out)[f"{big.name}/{NOTEBOOK}.ipynb"] == ["larger than 1000 bytes"]
+    assert table(capsys.readouterr().out)[f"{big.name}/{NOTEBOOK}.ipynb"] == ["larger than the size limit (1000 bytes)"]
     assert not course.submitted_dir("trent", ASSIGNMENT).exists()
 
 
@@ -193,3 +193,19 @@ def test_a_student_without_a_secret_stops_no_ones_feedback(course, tmp_path, cap
         assert '<script id="MathJax-script">' in page  # it travels alone: MathJax inside
     assert len(list(outbound.glob("*.html"))) == 2
     assert (course.feedback_dir("carol", ASSIGNMENT) / f"{NOTEBOOK}.html").is_file()  # written, for another way
+
+
+def test_a_notebook_over_the_limit_is_not_graded_on_any_path(course, capsys, monkeypatch):
+    """A folder placed in submitted/ by hand is held to the limit a collect applies: the same
+    submissions are graded here and on a Dask worker (whose reply carries the notebook)."""
+    from autograder.commands import grade as grade_module
+    from autograder.grading import executors
+    assert executors.MAX_GRADED_NOTEBOOK_BYTES > exchange_module.MAX_NOTEBOOK_BYTES
+    monkeypatch.setattr(grade_module, "MAX_NOTEBOOK_BYTES", 1000)
+    folder = course.submitted_dir("walter", ASSIGNMENT)
+    folder.mkdir(parents=True)
+    (folder / f"{NOTEBOOK}.ipynb").write_text(json.dumps(source_notebook()))
+    (folder / "timestamp.txt").write_text("2026-11-20 10:00:00.000000 UTC")
+    assert autograder(course, "grade", ASSIGNMENT, "--jobs", "1") == 1
+    row = table(capsys.readouterr().out)["walter"]
+    assert row == ["failed", "a00_toy.ipynb is larger than the 1000 bytes a submitted notebook may be: not graded"], row

@@ -51,7 +51,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
 
-from autograder.course import MAX_ID_LENGTH, MAX_NOTEBOOK_BYTES, SAFE_ID, Course, CourseError, notebook
+from autograder.course import MAX_ID_LENGTH, MAX_NOTEBOOK_BYTES, SAFE_ID, Course, CourseError, notebook, size_text
 from autograder.course.exchange import SECRET_FILE, read_inbound
 from autograder.course.files import write_file
 from autograder.course.lms import Placement, Roster, lms_placement, load_roster, notebook_of
@@ -154,8 +154,8 @@ def _zip_entries(archive: zipfile.ZipFile, source: Path, report: CollectReport) 
                  and info.file_size <= MAX_NOTEBOOK_BYTES]
     total = sum(info.file_size for info in notebooks)
     if total > MAX_ZIP_NOTEBOOK_BYTES:
-        raise CourseError(f"{source}: its notebooks would unpack to {_size(total)}, more than the "
-                          f"{_size(MAX_ZIP_NOTEBOOK_BYTES)} one import accepts (a zip bomb, or split the "
+        raise CourseError(f"{source}: its notebooks would unpack to {size_text(total)}, more than the "
+                          f"{size_text(MAX_ZIP_NOTEBOOK_BYTES)} one import accepts (a zip bomb, or split the "
                           "export); nothing was unpacked")
     for info in wanted:
         try:
@@ -170,10 +170,6 @@ def _zip_entries(archive: zipfile.ZipFile, source: Path, report: CollectReport) 
                 return handle.read()
 
         yield Entry(PurePosixPath(info.filename), info.file_size, mtime, read)
-
-
-def _size(n: int) -> str:
-    return f"{n / 2**30:.1f} GiB" if n >= 2**30 else f"{n / 2**20:.0f} MiB"
 
 
 def _is_candidate(path: PurePosixPath) -> bool:
@@ -402,7 +398,7 @@ def place(entry: Entry, notebooks: list[str], rules: Rules) -> tuple[str, str, b
         student, notebook = identify(entry.path, notebooks, rules.mapping)
     check_student_id(student)
     if entry.size > MAX_NOTEBOOK_BYTES:
-        raise ValueError(f"larger than the size limit ({_size(MAX_NOTEBOOK_BYTES)})")
+        raise ValueError(f"larger than the size limit ({size_text(MAX_NOTEBOOK_BYTES)})")
     try:
         data = entry.read()
     except zipfile.BadZipFile as error:  # a wrong CRC, a truncated entry

@@ -51,7 +51,7 @@ from typing import TYPE_CHECKING, Any
 
 from tqdm import tqdm
 
-from autograder.course import MAX_NOTEBOOK_BYTES, Course, CourseError, notebook
+from autograder.course import MAX_NOTEBOOK_BYTES, Course, CourseError, notebook, size_text
 from autograder.grading.record import Ledger, Outcome, _graded_outcome, _record, fingerprint
 from autograder.grading.workers import Finished, Limits, Run
 
@@ -188,8 +188,8 @@ def _oversized(course: Course, assignment: str, student: str) -> str:
     folder placed in submitted/ by other means, so that every path grades the same submissions."""
     for path in sorted(course.submitted_dir(student, assignment).glob("*.ipynb")):
         if path.lstat().st_size > MAX_NOTEBOOK_BYTES:
-            return (f"{path.name} is larger than the {MAX_NOTEBOOK_BYTES // 2**20} MiB a submitted notebook may be: "
-                    "not graded")
+            limit = size_text(MAX_NOTEBOOK_BYTES)
+            return f"{path.name} is larger than the {limit} a submitted notebook may be: not graded"
     return ""
 
 

@@ -39,6 +39,13 @@ MAX_NOTEBOOK_BYTES = 24 * 2**20
 SAFE_ID = re.compile(rf"[A-Za-z0-9][A-Za-z0-9._-]{{0,{MAX_ID_LENGTH - 1}}}")  # use fullmatch
 
 
+def size_text(n: int) -> str:
+    """A size as a person reads it: GiB, MiB, or bytes below one MiB."""
+    if n >= 2**30:
+        return f"{n / 2**30:.1f} GiB"
+    return f"{n / 2**20:.0f} MiB" if n >= 2**20 else f"{n} bytes"
+
+
 class CourseError(Exception):
     """A problem with the course directory, an assignment or a student, worded for the instructor."""
 

@@ -35,7 +35,7 @@ from pathlib import Path
 
 from nbgrader.utils import notebook_hash
 
-from autograder.course import MAX_ID_LENGTH, MAX_NOTEBOOK_BYTES, SAFE_ID
+from autograder.course import MAX_ID_LENGTH, MAX_NOTEBOOK_BYTES, SAFE_ID, size_text
 from autograder.course.files import write_replacing
 
 SECRET_FILE = "submission_secret.txt"
@@ -188,8 +188,7 @@ def _read_file(folder: int, name: str, seen: os.stat_result, owner: int, limit: 
     if seen.st_uid != owner:
         raise RecordRefused(f"a file of {_user(seen.st_uid)}, not of the submission's author")
     if seen.st_size > limit:
-        raise RecordRefused(f"larger than the size limit ({limit // 2**20} MiB)" if limit >= 2**20
-                            else f"larger than {limit} bytes")
+        raise RecordRefused(f"larger than the size limit ({size_text(limit)})")
     try:
         fd = os.open(name, _OPEN_FLAGS, dir_fd=folder)
     except OSError as error:
@@ -206,7 +205,7 @@ def _read_file(folder: int, name: str, seen: os.stat_result, owner: int, limit: 
             chunks.append(chunk)
             size += len(chunk)
         if size > limit:
-            raise RecordRefused(f"larger than the size limit ({limit // 2**20} MiB)")
+            raise RecordRefused(f"larger than the size limit ({size_text(limit)})")
         return b"".join(chunks)
     finally:
         os.close(fd)

@@ -7,7 +7,7 @@ of the ledger and the gradebook whichever executor it drives.
 * :class:`LocalExecutor`: up to ``--jobs`` workers forked from this machine's forkserver. It
   waits on their process sentinels (and on the Ctrl-C pipe), and kills a worker that runs over
   its backstop.
-* :class:`DaskExecutor` (``--scheduler tcp://HOST:PORT``): one Dask task per student. The task
+* :class:`DaskExecutor` (``--scheduler tls://HOST:PORT``, :class:`ClusterAccess`): one Dask task per student. The task
   carries the student's submitted files as bytes (the assignment's source folder is scattered to
   every worker once), so no filesystem is shared; on the worker, :func:`grade_remote` grades them
   exactly as the local executor does (the worker's own warm forkserver, one bubblewrap sandbox
