@@ -12,7 +12,6 @@ from __future__ import annotations
 import collections
 import gc
 import sys
-import time
 
 import numpy as np
 import pytest
@@ -150,9 +149,7 @@ def test_diamond_ladder_visits_each_node_once():
         x = x0
         for _ in range(60):
             x = Half.apply(x) + Half.apply(x)
-        start = time.perf_counter()
         x.backward()
-    assert time.perf_counter() - start < 5.0
     assert len(BACKWARD_CALLS) == 60 * 3  # two Halves and one Add per level
     assert set(BACKWARD_CALLS.values()) == {1}
     assert x.item() == 1.5 and x0.grad.item() == 1.0  # each level: d/dx (x/2 + x/2) = 1

@@ -81,7 +81,9 @@ def test_a_crash_while_judged_is_a_verdict_naming_it():
 def test_an_endless_loop_is_a_verdict_naming_the_time_limit():
     hang = reference_mul_source().replace("x, y = self.inputs", "while True: pass")
     result = verdict(hang, budget=3)
-    assert not result.passed and "time limit" in result.message and result.seconds < 10
+    # the verdict and its message, not the seconds: on a loaded machine the sandbox's clock (what the
+    # budget counts) runs behind the wall clock, up to WALL_STRETCH budgets
+    assert not result.passed and "time limit" in result.message and "3 s" in result.message, result.message
 
 
 def test_an_answer_that_is_missing_or_whose_cell_fails_says_so():
