@@ -55,7 +55,7 @@ from pathlib import Path, PurePosixPath
 from nbgrader.coursedir import CourseDirectory
 
 from autograder.course import Course, CourseError, nbgrader_errors, notebook
-from autograder.course.lms import Placement, Roster, lms_placement, load_roster, notebook_of
+from autograder.course.lms import Placement, Roster, lms_placement, load_roster, notebook_of, vet_moodle_names
 
 MAX_NOTEBOOK_BYTES = 50 * 2**20
 MAX_ZIP_NOTEBOOK_BYTES = 2**30       # the notebooks of one zip, unpacked: 500 students at 2 MB each
@@ -292,6 +292,10 @@ def collect(course: Course, assignment: str, source: str | Path, map_csv: str | 
             entries = _zip_entries(archive, source, report)
         else:
             raise CourseError(f"{source} is neither a folder nor a .zip file")
+        if rules.roster is not None and lms in ("auto", "moodle"):  # Moodle's names, vetted across the export
+            listed = list(entries)
+            vet_moodle_names(course, assignment, rules.roster, [entry.path for entry in listed])
+            entries = iter(listed)
         _import(course, assignment, entries, rules, report)
     return report
 

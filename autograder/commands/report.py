@@ -19,7 +19,6 @@ submissions that could not be graded.
 
 from __future__ import annotations
 
-import csv
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -29,7 +28,7 @@ matplotlib.use("Agg")  # files only, no display; before pyplot is imported
 import matplotlib.pyplot as plt  # noqa: E402
 from nbgrader.api import MissingEntry  # noqa: E402
 
-from autograder.course import Course, CourseError  # noqa: E402
+from autograder.course import Course, CourseError, safe_csv  # noqa: E402
 from autograder.course import notebook as nbfile  # noqa: E402
 from autograder.course.lms import LMS_NAMES, Grade, load_roster, write_canvas, write_moodle  # noqa: E402
 from autograder.grading.record import Ledger  # noqa: E402
@@ -98,22 +97,21 @@ def write_csv(path: Path, rows: list[Row], cells: list[tuple[str, str, float]]) 
     notebooks = list(dict.fromkeys(nb for nb, _, _ in cells))
     exercises = list(dict.fromkeys(nbfile.exercise_of(gid) for _, gid, _ in cells if not _written(gid)))
     written = [gid for _, gid, _ in cells if _written(gid)]
-    with open(path, "w", newline="") as handle:
-        out = csv.writer(handle)
-        out.writerow(["student", "status", "score", "max_score", "raw_score", "late_penalty"]
-                     + [f"notebook:{nb}" for nb in notebooks] + [f"exercise:{ex}" for ex in exercises]
-                     + [f"written:{nbfile.exercise_of(gid)}" for gid in written])
-        for row in rows:
-            graded = row.score is not None
-            per_exercise = {ex: sum(s or 0.0 for gid, s in row.cells.items()
-                                    if nbfile.exercise_of(gid) == ex and not _written(gid))
-                            for ex in exercises}
-            out.writerow([row.student, row.status,
-                          _num(row.score), _num(row.max_score), _num(row.raw_score),
-                          _num(row.late_penalty) if graded else ""]
-                         + [_num(row.notebooks.get(nb)) for nb in notebooks]
-                         + [_num(per_exercise[ex]) if graded else "" for ex in exercises]
-                         + [_num(row.cells.get(gid)) if graded else "" for gid in written])
+    table = [["student", "status", "score", "max_score", "raw_score", "late_penalty"]
+             + [f"notebook:{nb}" for nb in notebooks] + [f"exercise:{ex}" for ex in exercises]
+             + [f"written:{nbfile.exercise_of(gid)}" for gid in written]]
+    for row in rows:
+        graded = row.score is not None
+        per_exercise = {ex: sum(s or 0.0 for gid, s in row.cells.items()
+                                if nbfile.exercise_of(gid) == ex and not _written(gid))
+                        for ex in exercises}
+        table.append([row.student, row.status,
+                      _num(row.score), _num(row.max_score), _num(row.raw_score),
+                      _num(row.late_penalty) if graded else ""]
+                     + [_num(row.notebooks.get(nb)) for nb in notebooks]
+                     + [_num(per_exercise[ex]) if graded else "" for ex in exercises]
+                     + [_num(row.cells.get(gid)) if graded else "" for gid in written])
+    safe_csv.write(path, table)
 
 
 def _num(value: float | None) -> str:
