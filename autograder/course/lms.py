@@ -284,7 +284,7 @@ def vet_moodle_names(course: Course, assignment: str, roster: Roster, paths: lis
     except (OSError, ValueError) as error:
         raise CourseError(f"{record_path}: cannot be read ({error}); move it away to start the record anew") from None
     seen = {found[:2] for path in paths if (found := _moodle_name(path)) is not None}
-    by_id = {participant: student.id for participant, _ in seen if (student := roster.by("moodle_id", participant))}
+    by_id = {participant: known.id for participant, _ in seen if (known := roster.by("moodle_id", participant))}
     by_name: dict[str, tuple[str, str]] = {}   # participant -> (student, the name that matched)
     for participant, name in sorted(seen):
         named = roster.named(name)
