@@ -21,7 +21,7 @@ import nbformat
 
 from autograder.authoring.selfcheck import apply_mutant
 from autograder.course import Course, notebook
-from autograder.mutants import Mutant, load_alternatives, load_mutants
+from autograder.mutants import Mutant, load_alternatives
 
 REPO = Path(__file__).resolve().parents[1]
 SOURCE = REPO / "assignments" / "source"
@@ -157,7 +157,8 @@ def alternatives_by_exercise(assignment: str) -> dict[str, list[Mutant]]:
     return out
 
 
-def record_class(course: Course, assignment: str, students: dict[str, dict], late: frozenset[str] = frozenset()) -> None:
+def record_class(course: Course, assignment: str, students: dict[str, dict],
+                 late: frozenset[str] = frozenset()) -> None:
     """Write ``students`` (student -> {"notebooks": {name: nb}, "verdicts": {exercise: (passed, message)}})
     into ``course`` as ``grade`` does: the submission, the autograded notebook with the judge's
     messages on the failed exercises' test cells, the gradebook rows (SaveAutoGrades and the late

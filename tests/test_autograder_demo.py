@@ -106,7 +106,7 @@ def check_report(course):
     # the written answer of the same exercise has a column of its own, empty until graded by hand
     assert rows["bob"]["written:a00-square-backward"] == ""
     assert rows["carol"]["notebook:a00_toy"] == "0"
-    for name in ("score_histogram.png", "failed_tests.png"):
+    for name in ("score_histogram.png", "exercises.png", "mistakes.png", "course.png"):
         data = (folder / name).read_bytes()
         assert data.startswith(b"\x89PNG") and len(data) > 10_000
 

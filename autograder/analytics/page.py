@@ -270,17 +270,18 @@ def _page(course: Course, assignment: str, rows: list[Row], stats: list[Exercise
     out += ['<h2 id="similarity">Code similarity</h2>',
             '<p class="note">Evidence for a person to read, never an automatic penalty. Every student\'s answer to '
             "each exercise is compared with every other's (winnowing, as MOSS does, through copydetect; names, "
-            "comments and spacing set aside; the released notebook's code removed). A pair is listed when at least "
+            "comments and spacing set aside; the released notebook's code and the passages more than "
+            f"{similarity.COMMON} students share removed). A pair is listed when at least "
             f"{_pct(sim.threshold, 1)} of both students' code matches, over the assignment or on one exercise of "
             f"at least {similarity.MIN_TOKENS} tokens each (shorter answers, such as <code>return a * b</code>, "
             "flag no one).</p>",
             f"<p>{sim.compared} pairs of students compared; {len(sim.pairs)} listed"
-            + (f" (the {MAX_PAIR_PAGES} most similar have a page; similarity.csv lists every pair)"
+            + (f" (the {MAX_PAIR_PAGES} most similar are shown, each with a page; similarity.csv lists every pair)"
                if len(sim.pairs) > MAX_PAIR_PAGES else "") + ".</p>"]
     if sim.pairs:
         out.append('<table><tr><th>students</th><th class="n">assignment</th><th>exercises at the threshold</th>'
                    "</tr>")
-        for p in sim.pairs:
+        for p in sim.pairs[:MAX_PAIR_PAGES]:
             link = pair_pages.get((p.left, p.right))
             who = f"{_e(p.left)} and {_e(p.right)}"
             flagged = p.flagged_exercises(sim.threshold)

@@ -9,6 +9,9 @@ reordered pair of independent statements keeps the fingerprints inside each stat
 
 * **Boilerplate**: every k-gram of the released notebook's code (signatures, docstrings, the given
   helpers, the stubs) is removed from every answer: what the course gave is never evidence.
+* **Common passages**: a passage that more than :data:`COMMON` students share is the natural way to
+  write that exercise, not evidence between two of them (MOSS's ``-m``, whose default is 10); it
+  still counts against the model answer.
 * **Short answers**: an answer with fewer than :data:`MIN_TOKENS` tokens left after that
   (``return a * b``) takes part in no exercise's flag, and weighs in a pair's assignment score by
   its size only.
@@ -30,16 +33,20 @@ choice of fingerprints would.
 """
 from __future__ import annotations
 
+import copy
 import io
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
 from copydetect import CodeFingerprint, compare_files
+from copydetect.utils import get_token_coverage
 
 from autograder.analytics import MIN_TOKENS, THRESHOLD
 
 K = 15            # tokens (characters of the filtered code) in a fingerprint: copydetect's noise threshold
+COMMON = 10       # a passage more students than this share is the natural way to write it (MOSS's -m 10)
 MODEL = "model answer"
 
 
@@ -76,6 +83,17 @@ def _fingerprint(code: str, given: np.ndarray | None) -> CodeFingerprint:
     return CodeFingerprint("answer.py", K, 1, given, filter=True, language="python", fp=io.StringIO(code))
 
 
+def _without(fp: CodeFingerprint, common: set) -> CodeFingerprint:
+    """``fp`` less the fingerprints in ``common`` (a copy; ``fp`` itself is kept as it is)."""
+    if not (fp.hashes & common):
+        return fp
+    out = copy.copy(fp)
+    out.hashes = fp.hashes - common
+    out.hash_idx = {h: where for h, where in fp.hash_idx.items() if h not in common}
+    out.token_coverage = get_token_coverage(out.hash_idx, K, len(fp.filtered_code))
+    return out
+
+
 def boilerplate(codes: Iterable[str]) -> np.ndarray:
     """The hashes of every k-gram of the given code (the released notebook's cells)."""
     hashes = [h for code in codes if code.strip() for h in _fingerprint(code, None).hashes]
@@ -91,13 +109,18 @@ def _covered(starts: np.ndarray, length: int) -> np.ndarray:
 
 
 class Exercise:
-    """The answers to one exercise, fingerprinted once, the course's code removed."""
+    """The answers to one exercise, fingerprinted once, the course's code removed; between students,
+    the passages more than :data:`COMMON` of them share are removed too (``own`` keeps them, for the
+    comparison with the model answer)."""
 
     def __init__(self, exercise: str, answers: dict[str, str], given: np.ndarray):
         self.exercise = exercise
         self.students = sorted(answers)
         self.code = answers
-        self.prints = {s: _fingerprint(answers[s], given) for s in self.students}
+        self.own = {s: _fingerprint(answers[s], given) for s in self.students}
+        held = Counter(h for fp in self.own.values() for h in fp.hashes)
+        common = {h for h, n in held.items() if n > COMMON}
+        self.prints = {s: _without(fp, common) for s, fp in self.own.items()}
         self.tokens = np.array([int(self.prints[s].token_coverage) for s in self.students], dtype=np.int64)
         self.row = {s: i for i, s in enumerate(self.students)}
         self.covered = self.matched()
@@ -130,9 +153,13 @@ class Exercise:
         tokens, matched = (int(self.tokens[a]), int(self.tokens[b])), (int(self.covered[a, b]), int(self.covered[b, a]))
         return Comparison(self.exercise, left, right, sum(matched) / max(sum(tokens), 1), tokens, matched)
 
+    def _pair(self, left: str, right: str, other: Exercise | None) -> tuple[CodeFingerprint, CodeFingerprint]:
+        """Two students' fingerprints, or (with ``other``, the model answer) a student's own and the model's."""
+        return (self.prints[left], self.prints[right]) if other is None else (self.own[left], other.own[right])
+
     def compare(self, left: str, right: str, other: Exercise | None = None) -> Comparison:
         """One pair through copydetect's own comparison."""
-        a, b = self.prints[left], (other or self).prints[right]
+        a, b = self._pair(left, right, other)
         tokens = (int(a.token_coverage), int(b.token_coverage))
         if not (a.hashes & b.hashes):
             return Comparison(self.exercise, left, right, 0.0, tokens, (0, 0))
@@ -142,7 +169,7 @@ class Exercise:
 
     def passages(self, left: str, right: str, other: Exercise | None = None) -> tuple[list[tuple[int, int]], ...]:
         """The character spans of each answer's code that match the other (copydetect's slices)."""
-        a, b = self.prints[left], (other or self).prints[right]
+        a, b = self._pair(left, right, other)
         if not (a.hashes & b.hashes):
             return [], []
         _, _, (slices_a, slices_b) = compare_files(a, b)
