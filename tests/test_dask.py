@@ -211,7 +211,7 @@ def test_the_class_report_of_an_assignment_graded_on_the_cluster(cluster, tmp_pa
     assert groups["a02-unbroadcast"] == [("bug", ["xavier", "xena"]), ("bug", ["yuri"])]
     assert all(not found for exercise, found in groups.items() if exercise != "a02-unbroadcast")
     unbroadcast = next(e for e in report["exercises"] if e["exercise"] == "a02-unbroadcast")
-    assert "you summed only axis N" in unbroadcast["groups"][0]["what"]
+    assert "you summed only axis 0" in unbroadcast["groups"][0]["what"]
 
 
 def test_an_unreachable_scheduler_is_a_clear_error(tmp_path, capsys):

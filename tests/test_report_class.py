@@ -92,12 +92,21 @@ def graded_class(tmp_path_factory):
     return course, students, late
 
 
-def test_the_page_ranks_each_mistake_with_its_students(graded_class, capsys):
+def test_the_page_ranks_each_mistake_with_its_students(graded_class, tmp_path, capsys):
     course, students, late = graded_class
+    folder = course.reports_dir(A)
+    # links planted where the report writes (the course's owner may plant them; root may run report)
+    folder.mkdir(parents=True)
+    (tmp_path / "elsewhere").mkdir()
+    for name in ("class_report.html", "misconceptions.csv", "mistakes.png", "class_report.json"):
+        (tmp_path / name).write_text("not the report's\n")
+        (folder / name).symlink_to(tmp_path / name)
+    (folder / "similarity").symlink_to(tmp_path / "elsewhere", target_is_directory=True)
     capsys.readouterr()
     assert autograder(course, "report", A) == 0
     out = capsys.readouterr().out
-    folder = course.reports_dir(A)
+    assert all((tmp_path / n).read_text() == "not the report's\n" for n in ("class_report.html", "mistakes.png"))
+    assert list((tmp_path / "elsewhere").iterdir()) == [] and not (folder / "similarity").is_symlink()
     assert f"the instructor's page (statistics, what went wrong, code similarity; opens offline): " \
            f"{(folder / 'class_report.html').as_uri()}" in out
     data = json.loads((folder / "class_report.json").read_text())
@@ -108,8 +117,8 @@ def test_the_page_ranks_each_mistake_with_its_students(graded_class, capsys):
     assert groups == [("bug", 15, [f"x{i:02d}" for i in range(1, 16)]),
                       ("bug", 8, [f"y{i:02d}" for i in range(1, 9)]),
                       ("not answered", 4, [f"n{i:02d}" for i in range(1, 5)])]
-    assert "you summed only axis N" in unbroadcast["groups"][0]["what"]
-    assert "stretched size-N axes were not summed" in unbroadcast["groups"][1]["what"]
+    assert "you summed only axis 0" in unbroadcast["groups"][0]["what"]
+    assert "stretched size-1 axes were not summed" in unbroadcast["groups"][1]["what"]
     counts = [unbroadcast[k] for k in ("graded", "full", "zero", "answered")]
     assert counts == [60, 33, 27, 56]
     assert unbroadcast["answered_late"] == 4   # x01, x02, y01 and ok01 (full marks) handed in late
@@ -128,7 +137,7 @@ def test_the_page_ranks_each_mistake_with_its_students(graded_class, capsys):
                                                                     ("3", "4", "not answered")]
     assert rows[0]["who"].split() == [f"x{i:02d}" for i in range(1, 16)]
     page = (folder / "class_report.html").read_text()
-    assert page.index("you summed only axis N") < page.index("stretched size-N axes were not summed")
+    assert page.index("you summed only axis 0") < page.index("stretched size-1 axes were not summed")
     assert "<script" not in page.lower() and "http://" not in page and "https://" not in page
     with open(folder / "exercise_stats.csv", newline="") as handle:
         stats = {r["exercise"]: r for r in csv.DictReader(handle)}

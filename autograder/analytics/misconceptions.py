@@ -72,6 +72,15 @@ class Group:
     example: str                   # one student's whole message
     students: list[str] = field(default_factory=list)
 
+    @property
+    def title(self) -> str:
+        """What went wrong, as the first student's message says it (its case left out)."""
+        if self.kind != BUG:
+            raised = self.example.find("your code raised ")
+            return self.example[raised:] if self.kind == CRASH and raised >= 0 else self.kind
+        _, colon, diagnosis = self.example.partition(": ")
+        return diagnosis if colon else self.example
+
 
 def group(exercise: str, failures: dict[str, str]) -> list[Group]:
     """``failures``: student -> the judge's message (or a kind, for those the judge never saw);

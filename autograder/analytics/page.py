@@ -26,6 +26,7 @@ from autograder.analytics.gradebook import Row, course_scores
 from autograder.analytics.statistics import ExerciseStats, exercise_stats
 from autograder.course import Course, safe_csv
 from autograder.course import notebook as nbfile
+from autograder.course.safe_csv import replacing
 
 PAGE = "class_report.html"
 PAIRS = "similarity"
@@ -60,6 +61,11 @@ class Report:
     files: list[Path]
     groups: int
     flagged_pairs: int
+
+
+def _write(path: Path, text: str) -> None:
+    with replacing(path) as handle:
+        handle.write(text)
 
 
 def _e(value: object) -> str:
@@ -126,8 +132,8 @@ def _data(folder: Path, assignment: str, rows: list[Row], stats: list[ExerciseSt
                                "answered_late", "mean_points"]]
                    + [[s.exercise, s.title, f"{s.points:g}", s.graded, s.full, s.partial, s.zero, s.answered, s.late,
                        f"{s.mean:.3g}"] for s in stats])
-    safe_csv.write(paths[1], [["exercise", "rank", "kind", "students", "what", "example_message", "who"]]
-                   + [[s.exercise, rank, g.kind, len(g.students), g.key, g.example, " ".join(g.students)]
+    safe_csv.write(paths[1], [["exercise", "rank", "kind", "students", "what", "key", "example_message", "who"]]
+                   + [[s.exercise, rank, g.kind, len(g.students), g.title, g.key, g.example, " ".join(g.students)]
                       for s in stats for rank, g in enumerate(s.groups, 1)])
     flagged = {(p.left, p.right): p for p in sim.pairs}
     safe_csv.write(paths[2], [["student_a", "student_b", "similarity", "tokens", "flagged", "flagged_exercises"]]
@@ -149,7 +155,8 @@ def _data(folder: Path, assignment: str, rows: list[Row], stats: list[ExerciseSt
         "exercises": [{"exercise": s.exercise, "title": s.title, "points": s.points, "graded": s.graded,
                        "full": s.full, "partial": s.partial, "zero": s.zero, "answered": s.answered,
                        "answered_late": s.late, "mean_points": s.mean,
-                       "groups": [{"kind": g.kind, "what": g.key, "example": g.example, "students": g.students}
+                       "groups": [{"kind": g.kind, "what": g.title, "key": g.key, "example": g.example,
+                                   "students": g.students}
                                   for g in s.groups]} for s in stats],
         "similarity": {"threshold": sim.threshold, "min_tokens": similarity.MIN_TOKENS, "pairs_compared": sim.compared,
                        "flagged": [{"students": [p.left, p.right], "similarity": p.similarity, "tokens": p.tokens,
@@ -161,9 +168,8 @@ def _data(folder: Path, assignment: str, rows: list[Row], stats: list[ExerciseSt
         "course": {"assignments": assignments,
                    "scores": {s: {a: list(v) for a, v in by.items()} for s, by in scores.items()}},
     }
-    tmp = paths[5].with_name(f".{paths[5].name}.tmp")
-    tmp.write_text(json.dumps(data, indent=1))
-    tmp.replace(paths[5])
+    with replacing(paths[5]) as handle:
+        json.dump(data, handle, indent=1)
     return paths
 
 
@@ -227,7 +233,7 @@ def _groups_html(s: ExerciseStats) -> str:
         who = _e(shown) if len(g.students) <= 12 else \
             f"<details><summary>{len(g.students)} students</summary>{_e(shown)}</details>"
         rows.append(f'<tr><td class="n">{len(g.students)}</td><td class="n">{_pct(len(g.students), s.graded)}</td>'
-                    f'<td><span class="kind {_e(g.kind.replace(" ", "-"))}">{_e(g.kind)}</span> {_e(g.key)}'
+                    f'<td><span class="kind {_e(g.kind.replace(" ", "-"))}">{_e(g.kind)}</span> {_e(g.title)}'
                     f"<details><summary>one student's message</summary><code>{_e(g.example)}</code></details></td>"
                     f"<td>{who}</td></tr>")
     return ('<table><tr><th class="n">students</th><th class="n">of graded</th><th>what went wrong</th>'
@@ -262,8 +268,9 @@ def _page(course: Course, assignment: str, rows: list[Row], stats: list[Exercise
     out.append("</table>")
     out += ['<h2 id="mistakes">What went wrong, per exercise</h2>',
             "<p>The students who lost points on an exercise, grouped by what the judge's message names (the "
-            "failing case and the values it quotes set aside), largest group first. Not answered, crashes and "
-            "time-outs are groups of their own.</p>", _img(figures["mistakes"], "the most common mistakes")]
+            "failing case and the values it quotes set aside), largest group first, each described by one "
+            "student's message. Not answered, crashes and time-outs are groups of their own.</p>",
+            _img(figures["mistakes"], "the most common mistakes")]
     for s in stats:
         out += [f'<h3 id="ex-{_e(s.exercise)}">{_e(s.exercise)} {_e(s.title)}: {s.failing} of {s.graded} lost '
                 "points</h3>", _groups_html(s)]
@@ -279,8 +286,8 @@ def _page(course: Course, assignment: str, rows: list[Row], stats: list[Exercise
             + (f" (the {MAX_PAIR_PAGES} most similar are shown, each with a page; similarity.csv lists every pair)"
                if len(sim.pairs) > MAX_PAIR_PAGES else "") + ".</p>"]
     if sim.pairs:
-        out.append('<table><tr><th>students</th><th class="n">assignment</th><th>exercises at the threshold</th>'
-                   "</tr>")
+        out.append('<table><tr><th>students</th><th class="n" style="width:7em">overall</th>'
+                   "<th>exercises at the threshold</th></tr>")
         for p in sim.pairs[:MAX_PAIR_PAGES]:
             link = pair_pages.get((p.left, p.right))
             who = f"{_e(p.left)} and {_e(p.right)}"
@@ -330,23 +337,23 @@ def write(course: Course, assignment: str, rows: list[Row], cells: list[tuple[st
     plots.course(figures["course"], assignments, scores)
     data = _data(folder, assignment, rows, stats, sim, assignments, scores)
     pages = folder / PAIRS
+    if pages.is_symlink():   # a link, even to a folder, is removed, never followed
+        pages.unlink()
     shutil.rmtree(pages, ignore_errors=True)   # a pair no longer flagged loses its page
     pages.mkdir()
     pair_pages = {}
     for pair in sim.pairs[:MAX_PAIR_PAGES]:
-        (pages / pair_name(pair)).write_text(_pair_page(assignment, sim, pair))
+        _write(pages / pair_name(pair), _pair_page(assignment, sim, pair))
         pair_pages[pair.left, pair.right] = f"{PAIRS}/{pair_name(pair)}"
     model_pages = {}
     by_student: dict[str, list] = {}
     for c in sim.model:
         by_student.setdefault(c.left, []).append(c)
     for student, found in by_student.items():
-        (pages / f"{student}--model-answer.html").write_text(_model_page(assignment, sim, student, found))
+        _write(pages / f"{student}--model-answer.html", _model_page(assignment, sim, student, found))
         model_pages[student] = f"{PAIRS}/{student}--model-answer.html"
     page = folder / PAGE
-    tmp = page.with_name(f".{PAGE}.tmp")
-    tmp.write_text(_page(course, assignment, rows, stats, sim, figures, assignments, scores, model_pages,
-                         pair_pages, data))
-    tmp.replace(page)
+    _write(page, _page(course, assignment, rows, stats, sim, figures, assignments, scores, model_pages,
+                       pair_pages, data))
     return Report(page, [*data, figures["exercises"], figures["mistakes"], figures["course"]],
                   sum(len(s.groups) for s in stats), len(sim.pairs))

@@ -10,13 +10,16 @@ matplotlib.use("Agg")  # files only, no display; before pyplot is imported
 import matplotlib.pyplot as plt  # noqa: E402
 
 from autograder.analytics.gradebook import Row  # noqa: E402
+from autograder.analytics.misconceptions import BUG, CRASH, TIMEOUT  # noqa: E402
 from autograder.analytics.statistics import ExerciseStats  # noqa: E402
+from autograder.course.safe_csv import replacing  # noqa: E402
 
 COLORS = {"full": "#55A868", "partial": "#DD8452", "zero, answered": "#C44E52", "not answered": "#BBBBBB"}
 
 
 def _save(fig, path: Path) -> None:
-    fig.savefig(path, dpi=110, bbox_inches="tight")  # the whole title and every label, never cut
+    with replacing(path, binary=True) as handle:
+        fig.savefig(handle, format="png", dpi=110, bbox_inches="tight")  # the whole title and every label, never cut
     plt.close(fig)
 
 
@@ -54,14 +57,17 @@ def exercises(path: Path, assignment: str, stats: list[ExerciseStats]) -> None:
 
 
 def misconceptions(path: Path, assignment: str, stats: list[ExerciseStats], top: int = 12) -> None:
-    """The largest groups of students who got an exercise wrong the same way, across the assignment."""
-    groups = sorted((g for s in stats for g in s.groups), key=lambda g: -len(g.students))[:top][::-1]
+    """The largest groups of students who got an exercise wrong the same way (a bug, a crash, a
+    time-out: not those who did not answer), across the assignment."""
+    mistakes = [g for s in stats for g in s.groups if g.kind in (BUG, CRASH, TIMEOUT)]
+    groups = sorted(mistakes, key=lambda g: -len(g.students))[:top][::-1]
     fig, ax = plt.subplots(figsize=(9, 1.2 + 0.55 * max(1, len(groups))))
-    labels = [textwrap.shorten(f"{g.exercise}: {g.key}", 110, placeholder=" …") for g in groups]
+    labels = [textwrap.shorten(f"{g.exercise}: {g.title}", 110, placeholder=" …") for g in groups]
     labels = ["\n".join(textwrap.wrap(label, 60)) for label in labels]
     ax.barh(range(len(groups)), [len(g.students) for g in groups], color="#C44E52")
     ax.set_yticks(range(len(groups)), labels, fontsize=8)
-    ax.set(xlabel="students", title=f"{assignment}: the most common mistakes")
+    ax.set(xlabel="students", title=f"{assignment}: the most common mistakes"
+           + ("" if groups else " (none: every lost point was an answer missing)"))
     ax.xaxis.get_major_locator().set_params(integer=True)  # type: ignore[call-arg]
     _save(fig, path)
 

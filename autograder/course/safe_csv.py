@@ -20,12 +20,14 @@ and a reader never sees half a file.
 """
 from __future__ import annotations
 
+import contextlib
 import csv
 import os
 import re
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
+from typing import IO
 
 TRIGGERS = "=+-@\uff1d\uff0b\uff0d\uff20"   # and their full-width forms
 _BLANKS = re.compile(r"^[\s\0]+")   # spaces of any kind (a no-break space too) and NUL
@@ -53,21 +55,30 @@ def restore(value: str) -> str:
     return value[1:] if value.startswith("'") and _dangerous(value[1:]) else value
 
 
-def write(path: Path, rows: Iterable[Sequence[object]]) -> None:
-    """Write ``rows`` (the header first) to ``path`` as UTF-8 CSV, every cell neutralised, whole
-    or not at all, replacing (never following) whatever ``path`` is."""
+@contextlib.contextmanager
+def replacing(path: Path, binary: bool = False) -> Iterator[IO]:
+    """A new file beside ``path`` to write (``O_EXCL|O_NOFOLLOW``: made here, never a planted link),
+    renamed over ``path`` when the block ends well: whole or not at all, and a link at ``path`` is
+    replaced, never followed. For every file the report writes, not only its CSVs."""
     path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)  # O_EXCL, 0600
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", newline="", encoding="utf-8") as handle:
-            out = csv.writer(handle)
-            for row in rows:
-                out.writerow([neutralise(cell) for cell in row])
+        with os.fdopen(fd, "wb") if binary else os.fdopen(fd, "w", newline="", encoding="utf-8") as handle:
+            yield handle
         os.chmod(tmp, 0o644)  # mkstemp's 0600 would hide the report from the course's other readers
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def write(path: Path, rows: Iterable[Sequence[object]]) -> None:
+    """Write ``rows`` (the header first) to ``path`` as UTF-8 CSV, every cell neutralised, through
+    :func:`replacing`."""
+    with replacing(path) as handle:
+        out = csv.writer(handle)
+        for row in rows:
+            out.writerow([neutralise(cell) for cell in row])
 
 
 def write_dicts(path: Path, columns: Sequence[str], rows: Iterable[dict]) -> None:
