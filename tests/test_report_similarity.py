@@ -31,6 +31,7 @@ from class_support import (
 )
 
 ASSIGNMENTS = catalogue.assignment_names()
+pytestmark = pytest.mark.slow   # every catalogue's answers fingerprinted: about 30 s
 
 
 def _body_size(assignment: str, exercise: str) -> int:
