@@ -5,7 +5,7 @@
     python -m autograder collect a02_broadcasting export.zip [--map ids.csv]
     python -m autograder grade a02_broadcasting --jobs 2   # resumable; rerun after an interruption
     python -m autograder feedback a02_broadcasting     # HTML, hidden tests removed, math offline
-    python -m autograder report a02_broadcasting       # reports/<assignment>/grades.csv + plots
+    python -m autograder report a02_broadcasting       # reports/<assignment>/: the instructor's page, grades.csv
     python -m autograder demo [a02_broadcasting]       # the whole loop on synthetic submissions
 
 Global options: ``--course DIR`` (default ``assignments/``), ``--db URL`` (any SQLAlchemy URL;
@@ -17,6 +17,8 @@ Who runs what, a folder each:
   (``release``, ``collect``, ``grade``, ``feedback``, ``report``, ``demo``);
 * ``grading/``: what ``grade`` runs beneath it (``executors``: this machine or a Dask cluster,
   ``workers``: one per student, ``record``: the ledger and the gradebook writes);
+* ``analytics/``: what ``report`` shows the instructor (statistics, the judge's messages grouped
+  by bug, code similarity, the page and its data), from the gradebook and the ledger;
 * ``course/``: the course model (``Course``: folders and gradebook; ``notebook``: cells, their
   nbgrader metadata, solution and hidden-test regions, the judge's message on a test cell;
   ``regions``, ``nbgrader_glue``, ``lms``);

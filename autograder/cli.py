@@ -11,6 +11,7 @@ import os
 import sys
 from collections.abc import Sequence
 
+from autograder.analytics import THRESHOLD
 from autograder.course import DEFAULT_COURSE, DEFAULT_SOLUTIONS, Course, CourseError
 from autograder.course.owner import OwnerError, act_as_owner, controllers, without_course
 
@@ -154,10 +155,15 @@ def cmd_report(course: Course, args) -> int:
 
     notes: list[str] = []
     lms = None if args.lms is None else parse_lms_list(args.lms)
-    for path in report(course, course.require_assignment(args.assignment), lms, args.canvas_assignment_id, notes):
+    if not 0 < args.similarity_threshold <= 100:
+        raise CourseError(f"--similarity-threshold {args.similarity_threshold:g}: a percentage above 0, at most 100")
+    paths = report(course, course.require_assignment(args.assignment), lms, args.canvas_assignment_id, notes,
+                   threshold=args.similarity_threshold / 100)
+    for path in paths[1:]:
         print(path)
     for note in notes:
         print(note)
+    print(f"the instructor's page (statistics, what went wrong, code similarity; opens offline): {paths[0].as_uri()}")
     return 0
 
 
@@ -289,8 +295,11 @@ def build_parser() -> argparse.ArgumentParser:
                      help="also release the pages (MathJax inside them) to nbgrader's exchange, for the "
                           "students' Fetch Feedback (DIR, or the course's c.Exchange.root)")
 
-    sub = add("report", cmd_report, "grades CSV and plots into reports/<assignment>/")
+    sub = add("report", cmd_report, "the instructor's page (statistics, what the class got wrong, code "
+              "similarity), grades CSV, data and plots into reports/<assignment>/")
     sub.add_argument("assignment")
+    sub.add_argument("--similarity-threshold", type=float, metavar="PCT", default=100 * THRESHOLD,
+                     help="list a pair of students when this share of their code matches (default: %(default)g)")
     sub.add_argument("--lms", metavar="canvas,moodle",
                      help="grade-import CSVs to write (default: both once a roster is imported; none)")
     sub.add_argument("--canvas-assignment-id", metavar="ID",

@@ -41,6 +41,10 @@ COURSE_ID = "autograd-course"  # as deploy/hub/{student,instructor}/nbgrader_con
 # The course's folders of the exchange, made by root before any student logs in (a student could
 # otherwise make them first, and publish their own "assignment"): owner root, group the instructors;
 # inbound takes every student's submission (write, no list; sticky: no one removes another's).
+# What the grader needs that the students' environment (requirements-hub.txt) does not have: installed
+# with the grader, where students cannot read it. tests/test_kubernetes.py checks that every
+# dependency of the course package is in one or the other.
+GRADER_ONLY = ("sphinx-mathjax-offline>=0.0.2,<1", "copydetect>=0.5,<0.6")
 EXCHANGE_FOLDERS = {"": 0o2775, "outbound": 0o2775, "inbound": 0o3773, "feedback": 0o2771}
 
 
@@ -123,7 +127,7 @@ def install_grader(venv: Path) -> None:
     shutil.rmtree(staging, ignore_errors=True)
     (staging / "bin").mkdir(parents=True)
     run(venv / "bin" / "python", "-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-deps",
-        "--target", staging / "lib", REPO, "sphinx-mathjax-offline>=0.0.2,<1")
+        "--target", staging / "lib", REPO, *GRADER_ONLY)
     wrapper = staging / "bin" / "autograder"
     wrapper.write_text(f"#!/bin/sh\n# The course's grader, for the instructors of this hub (deploy/hub.py install).\n"
                        f'PYTHONPATH={grader / "lib"}${{PYTHONPATH:+:$PYTHONPATH}} '

@@ -25,10 +25,17 @@ def test_demo_runs_the_whole_loop_with_clean_feedback_and_a_report(tmp_path, mon
     assert "$ autograder --course" in out and "dave_a00_toy.ipynb" in out and "eve_homework.ipynb" in out
     course = Course.open(tmp_path / "out" / "course")
     assert (course.release_dir(ASSIGNMENT) / f"{NOTEBOOK}.ipynb").exists()
-    assert sorted(course.submitted_students(ASSIGNMENT)) == ["alice", "bob", "carol"]  # dave, eve rejected
-    with course.gradebook() as gb:
+    assert sorted(course.submitted_students(ASSIGNMENT)) == ["alice", "bob", "carol", "frank", "grace"]
+    with course.gradebook() as gb:  # dave, eve rejected
         scores = {s.student.id: s.score for s in gb.find_assignment(ASSIGNMENT).submissions}
-    assert scores == {"alice": 6, "bob": 3, "carol": 0}
+    assert scores == {"alice": 6, "bob": 3, "carol": 0, "frank": 3, "grace": 3}
+    # the demo ends with the instructor's page: bob's mistake is a group of three
+    page = course.reports_dir(ASSIGNMENT) / "class_report.html"
+    assert out.rstrip().endswith(page.as_uri())
+    report = json.loads((course.reports_dir(ASSIGNMENT) / "class_report.json").read_text())
+    add = next(e for e in report["exercises"] if e["exercise"] == "a00-add")
+    assert [(g["kind"], g["students"]) for g in add["groups"]] == [("bug", ["bob", "frank", "grace"]),
+                                                                  ("not answered", ["carol"])]
     check_feedback(course)
     check_report(course)
     check_report_lists_failures(course)
@@ -99,14 +106,14 @@ def check_report(course):
     folder = course.reports_dir(ASSIGNMENT)
     with open(folder / "grades.csv", newline="") as handle:
         rows = {row["student"]: row for row in csv.DictReader(handle)}
-    assert list(rows) == ["alice", "bob", "carol"]
+    assert list(rows) == ["alice", "bob", "carol", "frank", "grace"]
     assert rows["alice"]["score"] == "6" and rows["alice"]["max_score"] == "7"
     assert rows["alice"]["status"] == "graded; written answers to grade by hand"
     assert (rows["bob"]["exercise:a00-add"], rows["bob"]["exercise:a00-square-backward"]) == ("0", "3")
     # the written answer of the same exercise has a column of its own, empty until graded by hand
     assert rows["bob"]["written:a00-square-backward"] == ""
     assert rows["carol"]["notebook:a00_toy"] == "0"
-    for name in ("score_histogram.png", "failed_tests.png"):
+    for name in ("score_histogram.png", "exercises.png", "mistakes.png", "course.png"):
         data = (folder / name).read_bytes()
         assert data.startswith(b"\x89PNG") and len(data) > 10_000
 

@@ -7,6 +7,7 @@ the ``postgres`` user the package creates.
 """
 
 import glob
+import json
 import os
 import shutil
 import subprocess
@@ -83,3 +84,9 @@ def test_release_grade_report_feedback_on_postgresql(postgres_url, tmp_path, mon
     assert autograder(course, *db, "report", ASSIGNMENT) == 0
     grades = (course.reports_dir(ASSIGNMENT) / "grades.csv").read_text()
     assert "alice" in grades and "bob" in grades
+    # the instructor's page reads the same gradebook: bob's bug and carol's unreadable notebook
+    report = json.loads((course.reports_dir(ASSIGNMENT) / "class_report.json").read_text())
+    groups = {e["exercise"]: [(g["kind"], g["students"]) for g in e["groups"]] for e in report["exercises"]}
+    assert groups["a00-add"] == [("bug", ["bob"]), ("unreadable notebook", ["carol"])]
+    assert groups["a00-square-backward"] == [("unreadable notebook", ["carol"])]
+    assert report["course"]["scores"]["alice"] == {ASSIGNMENT: [6, 7]}

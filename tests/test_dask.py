@@ -208,6 +208,31 @@ def test_a_cluster_grades_as_this_machine_does_even_when_a_worker_is_killed(clus
     assert _rows(remote)["submitted_assignment"] == n
 
 
+def test_the_class_report_of_an_assignment_graded_on_the_cluster(cluster, tmp_path, capsys):
+    """What the class got wrong (issue 32), from verdicts a Dask worker's judge gave: two students
+    with one mutant of unbroadcast, one with another, one correct; ranked with their students."""
+    from autograder.mutants import load_mutants
+
+    from class_support import source_notebooks, with_variant
+
+    address, _, _ = cluster
+    course = _course(tmp_path / "course")
+    mutants = {m.id: m for m in load_mutants(ASSIGNMENT)}
+    x = with_variant(ASSIGNMENT, mutants["unbroadcast-axis0-only"])[NOTEBOOK]
+    y = with_variant(ASSIGNMENT, mutants["unbroadcast-leading-axes-only"])[NOTEBOOK]
+    for student, nb in (("xena", x), ("xavier", x), ("yuri", y), ("zoe", source_notebooks(ASSIGNMENT)[NOTEBOOK])):
+        _submit(course, student, nb)
+    assert autograder(course, "grade", ASSIGNMENT, "--scheduler", address) == 0
+    assert autograder(course, "report", ASSIGNMENT) == 0
+    capsys.readouterr()
+    report = json.loads((course.reports_dir(ASSIGNMENT) / "class_report.json").read_text())
+    groups = {e["exercise"]: [(g["kind"], g["students"]) for g in e["groups"]] for e in report["exercises"]}
+    assert groups["a02-unbroadcast"] == [("bug", ["xavier", "xena"]), ("bug", ["yuri"])]
+    assert all(not found for exercise, found in groups.items() if exercise != "a02-unbroadcast")
+    unbroadcast = next(e for e in report["exercises"] if e["exercise"] == "a02-unbroadcast")
+    assert "you summed only axis 0" in unbroadcast["groups"][0]["what"]
+
+
 def test_an_unreachable_scheduler_is_a_clear_error(tmp_path, capsys):
     course = _course(tmp_path / "course")
     _submit(course, "alice", "{}")

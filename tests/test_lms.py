@@ -7,13 +7,22 @@ by ID; Moodle's CSV import maps one identifier column and one column per grade i
 """
 
 import csv
+import json
 import zipfile
 from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
 
 import pytest
 
-from autograder.course.lms import Roster, Student, canvas_placement, moodle_placement, notebook_of
+from autograder.course.lms import (
+    Roster,
+    Student,
+    canvas_placement,
+    moodle_names_path,
+    moodle_placement,
+    notebook_of,
+    vet_moodle_names,
+)
 
 from autograder_support import ASSIGNMENT, NOTEBOOK, SOLUTIONS, autograder, make_course, table, use_toy_catalogue
 
@@ -85,6 +94,60 @@ def test_moodle_names_map_by_participant_id_or_unambiguous_full_name():
         student("Sam Lee_503_assignsubmission_file/a00_toy.ipynb")
     with pytest.raises(ValueError, match="not in the roster"):
         student("Zed Unknown_504_assignsubmission_file/a00_toy.ipynb")
+
+
+def test_a_moodle_name_that_collides_or_changes_is_refused(course):
+    """A student renamed in Moodle to a classmate's full name (issue 29, section 2) takes nobody's place."""
+    roster = [Student("alice", "Alice", "Doe"), Student("xena", "Xena", "Smith"),
+              Student("ana", "Ana María", "López", moodle_id="501")]
+
+    def collect(assignment: str, *folders: str) -> dict[str, str]:
+        """Each folder's student, or why it is refused, as collect sees them (one export)."""
+        this = Roster(list(roster))
+        paths = [PurePosixPath(f"{folder}_assignsubmission_file/{NOTEBOOK}.ipynb") for folder in folders]
+        vet_moodle_names(course, assignment, this, paths)
+        out = {}
+        for folder, path in zip(folders, paths, strict=True):
+            try:
+                out[folder] = moodle_placement(path, this).student
+            except ValueError as error:
+                out[folder] = str(error)
+        return out
+
+    assert collect("a1", "Xena Smith_700", "Alice Doe_701") == {"Xena Smith_700": "xena", "Alice Doe_701": "alice"}
+    # Xena renames herself "Alice Doe": two participants of one name, neither is taken
+    both = collect("a1", "Alice Doe_700", "Alice Doe_701")
+    assert all("also Moodle participant" in why and "neither is taken by name" in why for why in both.values()), both
+    # alone in a later export, the renamed participant is still not Alice: it was Xena before
+    assert "was 'Xena Smith' (xena) in an earlier collect of a1 and is now named 'Alice Doe'" in \
+        collect("a1", "Alice Doe_700")["Alice Doe_700"]
+    # and Alice arriving from another participant than before is a change too
+    assert "alice ('Alice Doe') was Moodle participant 701 in an earlier collect of a1" in \
+        collect("a1", "Alice Doe_702")["Alice Doe_702"]
+    assert collect("a1", "Alice Doe_701", "Xena Smith_700") == {"Alice Doe_701": "alice", "Xena Smith_700": "xena"}
+    # a name that is also a participant matched by its id: the id wins, the name is refused
+    ana = collect("a2", "Ana María López_501", "Ana María López_777")
+    assert ana["Ana María López_501"] == "ana" and "also Moodle participant 501" in ana["Ana María López_777"]
+    # another assignment (Moodle's participant ids are per assignment) starts its own record
+    assert collect("a2", "Alice Doe_900") == {"Alice Doe_900": "alice"}
+    assert json.loads(moodle_names_path(course, "a1").read_text())["700"] == {"student": "xena", "name": "Xena Smith"}
+
+
+def test_collect_takes_no_moodle_file_whose_name_collides(course, tmp_path, capsys):
+    assert autograder(course, "students", "import", str(FIXTURES / "moodle_roster.csv")) == 0
+    export = tmp_path / "moodle"
+    with zipfile.ZipFile(FIXTURES / "moodle.zip") as archive:
+        archive.extractall(export)
+    impostor = export / "Ben Okafor_990_assignsubmission_file"   # another account, renamed "Ben Okafor"
+    impostor.mkdir()
+    kim = export / "Kim Park_505_assignsubmission_file_a00_toy.ipynb"
+    (impostor / f"{NOTEBOOK}.ipynb").write_bytes(kim.read_bytes())
+    capsys.readouterr()
+    assert autograder(course, "collect", ASSIGNMENT, str(export)) == 0
+    rows = table(capsys.readouterr().out)
+    assert "ben" not in rows and sorted(course.submitted_students(ASSIGNMENT)) == ["ana", "kim"]
+    for folder in ("Ben Okafor_502", "Ben Okafor_990"):
+        assert "neither is taken by name" in rows[f"{folder}_assignsubmission_file/{NOTEBOOK}.ipynb"][0]
 
 
 # -- the roster ----------------------------------------------------------------------------------

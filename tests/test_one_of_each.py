@@ -64,7 +64,7 @@ def test_the_grader_is_laid_out_by_audience():
     the command line alone, and nothing beside student code imports the grader."""
     assert sorted(p.name for p in PACKAGE.glob("*.py")) == ["__init__.py", "__main__.py", "cli.py"]
     folders = {p.name for p in PACKAGE.iterdir() if p.is_dir() and p.name != "__pycache__"}
-    assert folders == {"authoring", "commands", "course", "exercises", "grading", "judge", "kit", "mutants", "sandbox",
-                       "templates"}, folders
+    assert folders == {"analytics", "authoring", "commands", "course", "exercises", "grading", "judge", "kit",
+                       "mutants", "sandbox", "templates"}, folders
     for path in STANDALONE:
         assert not re.search(r"^\s*(from|import) (autograder|solutions)\b", path.read_text(), re.M), path

@@ -54,7 +54,7 @@ from pathlib import Path, PurePosixPath
 from autograder.course import MAX_ID_LENGTH, MAX_NOTEBOOK_BYTES, SAFE_ID, Course, CourseError, notebook, size_text
 from autograder.course.exchange import SECRET_FILE, read_inbound
 from autograder.course.files import write_file
-from autograder.course.lms import Placement, Roster, lms_placement, load_roster, notebook_of
+from autograder.course.lms import Placement, Roster, lms_placement, load_roster, notebook_of, vet_moodle_names
 
 MAX_ZIP_NOTEBOOK_BYTES = 2**30       # the notebooks of one zip, unpacked: 500 students at 2 MB each
 MAX_ZIP_ENTRIES = 100_000
@@ -283,6 +283,10 @@ def collect(course: Course, assignment: str, source: str | Path, map_csv: str | 
             entries = _zip_entries(archive, source, report)
         else:
             raise CourseError(f"{source} is neither a folder nor a .zip file")
+        if rules.roster is not None and lms in ("auto", "moodle"):  # Moodle's names, vetted across the export
+            listed = list(entries)
+            vet_moodle_names(course, assignment, rules.roster, [entry.path for entry in listed])
+            entries = iter(listed)
         _import(course, assignment, entries, rules, report)
     return report
 

@@ -10,13 +10,18 @@ notebooks:
 * ``carol/<nb>.ipynb``   empty: the released notebooks;
 * ``dave_<nb>.ipynb``    broken: not JSON;
 * ``eve_homework.ipynb`` a wrong file name;
+* ``frank_<nb>.ipynb``   bob's mistake, made on his own (the mutant, with the catalogue's other
+  styles for the exercises that have one);
+* ``grace_<nb>.ipynb``   bob's notebook, copied with its comments changed;
 
 then runs, and prints, the commands an instructor would: release, collect (of the zipped export),
-grade, feedback and report.
+grade, feedback and report, and ends with the instructor's page: bob, frank and grace in one group
+of the same mistake, grace and bob a pair of similar code.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import shutil
 import tempfile
@@ -27,7 +32,7 @@ from typing import Any
 from autograder import cli
 from autograder.authoring.selfcheck import apply_mutant
 from autograder.course import DEFAULT_SOLUTIONS, Course, CourseError, notebook
-from autograder.mutants import load_mutants
+from autograder.mutants import load_alternatives, load_mutants
 
 MARKER = ".autograder-demo"
 
@@ -57,6 +62,28 @@ def _partly_wrong(source: dict[str, Any], assignment: str) -> tuple[dict[str, An
     return source, "unchanged (no solution region found)"
 
 
+def _restyled(notebooks: dict[str, Any], assignment: str, mutated: str) -> dict[str, Any]:
+    """``notebooks`` with the catalogue's first alternative style of each exercise but ``mutated``."""
+    done = {mutated}
+    for alternative in load_alternatives(assignment):
+        if alternative.exercise not in done:
+            done.add(alternative.exercise)
+            name, changed = apply_mutant(notebooks, alternative, assignment)
+            notebooks = {**notebooks, name: changed}
+    return notebooks
+
+
+def _recommented(nb: dict[str, Any]) -> dict[str, Any]:
+    """A copy of ``nb`` as a student hands in a classmate's work: every answer's comments changed."""
+    nb = copy.deepcopy(nb)
+    for cell in nb["cells"]:
+        if cell["cell_type"] == "code" and notebook.is_answer(cell):
+            lines = notebook.text(cell["source"]).split("\n")
+            cell["source"] = "\n".join(line.split("  #")[0].rstrip() + ("  # my own approach" if "#" in line else "")
+                                       if "###" not in line else line for line in lines)
+    return nb
+
+
 def _export(course: Course, assignment: str, folder: Path) -> list[str]:
     """Write the fake LMS export; return one line per student saying what it holds."""
     def read(path: Path) -> dict[str, dict]:
@@ -64,6 +91,8 @@ def _export(course: Course, assignment: str, folder: Path) -> list[str]:
 
     source, released = read(course.source_dir(assignment)), read(course.release_dir(assignment))
     wrong, how = _partly_wrong(read(course.source_dir(assignment)), assignment)
+    mutants = load_mutants(assignment)
+    own = _restyled(wrong, assignment, mutants[0].exercise) if mutants else wrong
     folder.mkdir(parents=True)
     (folder / "carol").mkdir()
     for name in source:
@@ -71,10 +100,14 @@ def _export(course: Course, assignment: str, folder: Path) -> list[str]:
         (folder / f"{name}_bob.ipynb").write_text(json.dumps(wrong[name], indent=1))
         (folder / "carol" / f"{name}.ipynb").write_text(json.dumps(released[name], indent=1))
         (folder / f"dave_{name}.ipynb").write_text(json.dumps(source[name])[:200])
+        (folder / f"frank_{name}.ipynb").write_text(json.dumps(own[name], indent=1))
+        (folder / f"grace_{name}.ipynb").write_text(json.dumps(_recommented(wrong[name]), indent=1))
     (folder / "eve_homework.ipynb").write_text(json.dumps(next(iter(source.values()))))
     return ["alice: correct (the source notebooks)", f"bob: partly wrong: {how}",
             "carol: empty (the released notebooks)", "dave: broken (not JSON)",
-            "eve: a wrong file name (eve_homework.ipynb)"]
+            "eve: a wrong file name (eve_homework.ipynb)",
+            "frank: bob's mistake, on his own (other styles elsewhere)",
+            "grace: bob's notebook, copied, its comments changed"]
 
 
 def demo(course: Course, assignment: str, out: str | None = None, *, jobs: int = 2) -> Path:
@@ -103,6 +136,6 @@ def demo(course: Course, assignment: str, out: str | None = None, *, jobs: int =
     step("collect", assignment, str(archive))
     step("grade", assignment, "--jobs", str(jobs))
     step("feedback", assignment)
-    step("report", assignment)
-    print(f"open {scratch.feedback_dir('bob', assignment)} and {scratch.reports_dir(assignment)}")
+    print(f"bob's feedback: {scratch.feedback_dir('bob', assignment)}\n")
+    step("report", assignment)  # its last line: the instructor's page
     return work

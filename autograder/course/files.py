@@ -13,6 +13,7 @@ import io
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import IO
 
 _CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 
@@ -49,19 +50,9 @@ def write_file(path: str | Path, data: bytes | str, mode: int = 0o644) -> None:
 
 
 @contextlib.contextmanager
-def text_file(path: str | Path) -> Iterator[io.StringIO]:
-    """A text file to write (CSV: newlines as given), put in place by :func:`write_file` when the
-    block ends without an error."""
-    buffer = io.StringIO(newline="")
+def replacing(path: str | Path, binary: bool = False) -> Iterator[IO]:
+    """A file to write (text: UTF-8, newlines as given, as a CSV writer wants), put in place by
+    :func:`write_file` when the block ends without an error: whole or not at all."""
+    buffer: io.BytesIO | io.StringIO = io.BytesIO() if binary else io.StringIO(newline="")
     yield buffer
-    write_file(path, buffer.getvalue())
-
-
-def save_figure(figure, path: str | Path, dpi: int = 120) -> None:
-    """A matplotlib figure saved as :func:`write_file` writes (the format from the name), then closed."""
-    import matplotlib.pyplot as plt
-
-    buffer = io.BytesIO()
-    figure.savefig(buffer, dpi=dpi, format=Path(path).suffix.lstrip(".") or "png")
-    plt.close(figure)
     write_file(path, buffer.getvalue())

@@ -31,6 +31,15 @@ was written for that assignment; otherwise the full name (``first_name last_name
 case and spacing ignored) maps when exactly one student has it, and an ambiguous name is refused
 with the reason.
 
+A name is the student's to change in Moodle: a student who renamed herself to another student's
+full name would take that student's place. So a name-only match is checked against the whole
+export and against the earlier collects of the assignment (:func:`vet_moodle_names`, kept in
+``.autograder/moodle_names/<assignment>.json``) and refused, with the reason, when it **collides**
+(another participant of the export maps to the same student, by id or by name) or **changes**
+(this participant was another student before, or this student came from another participant).
+What a name cannot show is a renamed student whose namesake has not submitted, at the first
+collect: only ids close that, the roster's ``moodle_id`` for the assignment.
+
 **Late submissions**: nbgrader decides lateness from ``timestamp.txt`` against the due date, and
 that logic is kept. Neither export carries a submission time file; a zip entry's time is the time
 the export was made (Canvas writes entries when the zip is built), so a Canvas file *without*
@@ -54,14 +63,15 @@ answers not graded yet) gets an empty cell: both importers then leave the LMS gr
 from __future__ import annotations
 
 import csv
+import io
+import json
 import re
 import unicodedata
 from collections.abc import Iterable
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path, PurePosixPath
 
-from autograder.course import Course, CourseError
-from autograder.course.files import text_file
+from autograder.course import Course, CourseError, safe_csv
 
 ROSTER_COLUMNS = ("id", "first_name", "last_name", "email", "canvas_id", "moodle_id", "sis_id", "sis_login_id")
 UNIQUE_COLUMNS = ("id", "email", "canvas_id", "moodle_id")
@@ -100,6 +110,8 @@ class Student:
 @dataclass
 class Roster:
     students: list[Student]
+    # Moodle participant id -> why its name may not map (set by vet_moodle_names for one collect)
+    refused: dict[str, str] = field(default_factory=dict)
 
     def by(self, column: str, value: str) -> Student | None:
         return next((s for s in self.students if value and getattr(s, column) == value), None)
@@ -125,8 +137,10 @@ def _name_key(name: str) -> str:
 
 # -- the roster ----------------------------------------------------------------------------------
 
-def read_roster(path: str | Path) -> Roster:
-    """The roster in ``path``, or CourseError naming the file, the line and the column at fault."""
+def read_roster(path: str | Path, neutralised: bool = False) -> Roster:
+    """The roster in ``path``, or CourseError naming the file, the line and the column at fault.
+    ``neutralised``: the file is the course's own copy, whose cells :mod:`~autograder.course.safe_csv`
+    wrote (read back exactly as they were imported)."""
     from autograder.commands.collect import check_student_id, printable
 
     path = Path(path)
@@ -134,7 +148,7 @@ def read_roster(path: str | Path) -> Roster:
         text = path.read_text(encoding="utf-8-sig")  # a spreadsheet's byte-order mark is fine
     except (OSError, UnicodeDecodeError) as error:
         raise CourseError(f"roster {path}: cannot be read ({error})") from None
-    reader = csv.DictReader(text.splitlines())
+    reader = csv.DictReader(io.StringIO(text, newline=""))  # a quoted cell may hold a line break
     header = [(name or "").strip() for name in reader.fieldnames or []]
     if "id" not in header:
         raise CourseError(f"roster {path}, line 1: no 'id' column (the header names the columns: "
@@ -149,7 +163,8 @@ def read_roster(path: str | Path) -> Roster:
     for number, row in enumerate(reader, 2):
         if None in row:
             raise CourseError(f"roster {path}, line {number}: more cells than the header has columns")
-        cells = {name: (row.get(name) or "").strip() for name in ROSTER_COLUMNS}
+        unquote = safe_csv.restore if neutralised else str
+        cells = {name: unquote(row.get(name) or "").strip() for name in ROSTER_COLUMNS}
         if not any(cells.values()):
             continue
         where = f"roster {path}, line {number}"
@@ -182,7 +197,7 @@ def roster_path(course: Course) -> Path:
 def load_roster(course: Course) -> Roster | None:
     """The course's imported roster, or None before ``students import``."""
     path = roster_path(course)
-    return read_roster(path) if path.is_file() else None
+    return read_roster(path, neutralised=True) if path.is_file() else None
 
 
 def import_roster(course: Course, source: str | Path) -> Roster:
@@ -196,13 +211,7 @@ def import_roster(course: Course, source: str | Path) -> Roster:
                                         email=s.email or None, lms_user_id=s.canvas_id or s.moodle_id or None)
     path = roster_path(course)
     path.parent.mkdir(parents=True, exist_ok=True)
-    staging = path.with_name(f".{path.name}.incoming")
-    with open(staging, "w", newline="", encoding="utf-8") as handle:
-        out = csv.writer(handle)
-        out.writerow(ROSTER_COLUMNS)
-        for s in roster.students:
-            out.writerow([getattr(s, f.name) for f in fields(Student)])
-    staging.replace(path)
+    safe_csv.write(path, [ROSTER_COLUMNS, *([getattr(s, f.name) for f in fields(Student)] for s in roster.students)])
     return roster
 
 
@@ -228,19 +237,16 @@ def canvas_placement(path: PurePosixPath, roster: Roster | None) -> Placement | 
 
 def moodle_placement(path: PurePosixPath, roster: Roster | None) -> Placement | None:
     """The Moodle reading of an export file (its folder, or its flat name), like :func:`canvas_placement`."""
-    match, original = None, path.name
-    for folder in path.parts[:-1]:
-        match = MOODLE_FOLDER.fullmatch(folder) or match
-    if match is None:
-        match = MOODLE_FLAT.fullmatch(path.name)
-        if match is None:
-            return None
-        original = match["original"]
-    name, participant = match["name"].strip(), match["participant"]
+    found = _moodle_name(path)
+    if found is None:
+        return None
+    participant, name, original = found
     if roster is None:
         raise ValueError(f"Moodle participant {participant} ({name}): no roster to map it "
                          "(autograder students import roster.csv)")
     student = roster.by("moodle_id", participant)
+    if student is None and participant in roster.refused:
+        raise ValueError(roster.refused[participant])
     if student is None:
         named = roster.named(name)
         if len(named) > 1:
@@ -251,6 +257,66 @@ def moodle_placement(path: PurePosixPath, roster: Roster | None) -> Placement | 
                              "(no moodle_id and no first_name last_name that match)")
         student = named[0]
     return Placement(student.id, original, None, 0, "moodle")
+
+
+def _moodle_name(path: PurePosixPath) -> tuple[str, str, str] | None:
+    """(participant id, full name, the uploaded file's name) of a Moodle export file, None if the
+    path is not Moodle's: its folder's name, else (before Moodle 3.1) its own."""
+    match = None
+    for folder in path.parts[:-1]:
+        match = MOODLE_FOLDER.fullmatch(folder) or match
+    if match is not None:
+        return match["participant"], match["name"].strip(), path.name
+    match = MOODLE_FLAT.fullmatch(path.name)
+    return (match["participant"], match["name"].strip(), match["original"]) if match else None
+
+
+def moodle_names_path(course: Course, assignment: str) -> Path:
+    return course.state_dir / "moodle_names" / f"{assignment}.json"
+
+
+def vet_moodle_names(course: Course, assignment: str, roster: Roster, paths: list[PurePosixPath]) -> None:
+    """Refuse, in ``roster.refused``, the name-only Moodle matches of an export that collide or
+    change (see the module's docstring), then remember the others for the next collect."""
+    record_path = moodle_names_path(course, assignment)
+    try:
+        earlier: dict[str, dict] = json.loads(record_path.read_text()) if record_path.is_file() else {}
+    except (OSError, ValueError) as error:
+        raise CourseError(f"{record_path}: cannot be read ({error}); move it away to start the record anew") from None
+    seen = {found[:2] for path in paths if (found := _moodle_name(path)) is not None}
+    by_id = {participant: known.id for participant, _ in seen if (known := roster.by("moodle_id", participant))}
+    by_name: dict[str, tuple[str, str]] = {}   # participant -> (student, the name that matched)
+    for participant, name in sorted(seen):
+        named = roster.named(name)
+        if participant not in by_id and len(named) == 1:
+            by_name[participant] = (named[0].id, name)
+    sources: dict[str, list[str]] = {}
+    for participant, student in [*by_id.items(), *((p, s) for p, (s, _) in by_name.items())]:
+        sources.setdefault(student, []).append(participant)
+    advice = "check the account in Moodle, then give the roster the students' moodle_id or name the files with --map"
+    for participant, (student, name) in by_name.items():
+        others = sorted(set(sources[student]) - {participant})
+        before = earlier.get(participant)
+        moved = sorted(p for p, seen_as in earlier.items() if seen_as.get("student") == student and p != participant)
+        if others:
+            roster.refused[participant] = (
+                f"Moodle participant {participant} is named {name!r}, as {student}, who is also Moodle participant "
+                f"{', '.join(others)} in this export: a name can be changed in Moodle, so neither is taken by name; "
+                + advice)
+        elif before is not None and before.get("student") != student:
+            roster.refused[participant] = (
+                f"Moodle participant {participant} was {before.get('name')!r} ({before.get('student')}) in an "
+                f"earlier collect of {assignment} and is now named {name!r} ({student}): a renamed account; " + advice)
+        elif moved:
+            roster.refused[participant] = (
+                f"{student} ({name!r}) was Moodle participant {', '.join(moved)} in an earlier collect of {assignment} "
+                f"and is now participant {participant}: a renamed account; " + advice)
+    kept = {**earlier, **{p: {"student": s, "name": n} for p, (s, n) in by_name.items() if p not in roster.refused}}
+    if kept != earlier:
+        record_path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = record_path.with_name(f".{record_path.name}.tmp")
+        tmp.write_text(json.dumps(kept, indent=1, sort_keys=True))
+        tmp.replace(record_path)
 
 
 def lms_placement(path: PurePosixPath, lms: str, roster: Roster | None) -> Placement | None:
@@ -298,29 +364,27 @@ def _num(value: float | None) -> str:
 def write_canvas(path: Path, roster: Roster, column: str, points: float, grades: dict[str, Grade]) -> list[str]:
     """Canvas's gradebook CSV; returns the roster ids left out (no canvas_id: Canvas could not match them)."""
     left_out = [s.id for s in roster.students if not s.canvas_id]
-    with text_file(path) as handle:
-        out = csv.writer(handle)
-        out.writerow(["Student", "ID", "SIS User ID", "SIS Login ID", "Section", column])
-        out.writerow(["Points Possible", "", "", "", "", _num(points)])
-        for s in roster.students:
-            if s.canvas_id:
-                grade = grades.get(s.id)
-                out.writerow([s.sortable_name, s.canvas_id, s.sis_id, s.sis_login_id, "",
-                              _num(grade.score) if grade else ""])
+    rows = [["Student", "ID", "SIS User ID", "SIS Login ID", "Section", column],
+            ["Points Possible", "", "", "", "", _num(points)]]
+    for s in roster.students:
+        if s.canvas_id:
+            grade = grades.get(s.id)
+            rows.append([s.sortable_name, s.canvas_id, s.sis_id, s.sis_login_id, "",
+                         _num(grade.score) if grade else ""])
+    safe_csv.write(path, rows)
     return left_out
 
 
 def write_moodle(path: Path, roster: Roster, column: str, grades: dict[str, Grade]) -> list[str]:
     """Moodle's grade-import CSV; returns the roster ids left out (neither email nor ID number)."""
     left_out = [s.id for s in roster.students if not (s.email or s.sis_id)]
-    with text_file(path) as handle:
-        out = csv.writer(handle)
-        out.writerow(["Email address", "ID number", "First name", "Last name", column, "Feedback"])
-        for s in roster.students:
-            if s.email or s.sis_id:
-                grade = grades.get(s.id)
-                out.writerow([s.email, s.sis_id, s.first_name, s.last_name,
-                              _num(grade.score) if grade else "", grade.feedback if grade else ""])
+    rows = [["Email address", "ID number", "First name", "Last name", column, "Feedback"]]
+    for s in roster.students:
+        if s.email or s.sis_id:
+            grade = grades.get(s.id)
+            rows.append([s.email, s.sis_id, s.first_name, s.last_name,
+                         _num(grade.score) if grade else "", grade.feedback if grade else ""])
+    safe_csv.write(path, rows)
     return left_out
 
 

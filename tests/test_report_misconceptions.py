@@ -1,0 +1,60 @@
+"""The judge's messages grouped by bug: the same bug is one group whatever case failed first and
+whatever values, shapes, dtypes, line numbers and names the message quotes; not answered, crashes,
+time-outs and a notebook that could not be read are kinds of their own. The messages are the
+judge's own wording (autograder/exercises/, autograder/judge/judge.py)."""
+from autograder.analytics.misconceptions import (
+    BUG,
+    CRASH,
+    GRADER,
+    NOT_ANSWERED,
+    NOT_HANDED_IN,
+    TIMEOUT,
+    UNREADABLE,
+    classify,
+    group,
+)
+
+AXIS0 = ("you summed only axis 0 (the bug of the first seed article): sum over every axis that broadcasting "
+         "added in front or stretched from size 1")
+
+
+def test_one_bug_in_two_cases_and_two_dtypes_is_one_group():
+    first = classify(f"summing back over a stretched size-1 last axis, float64: {AXIS0}")
+    other = classify(f"summing back over a new leading axis and a stretched size-1 axis, float32: {AXIS0}")
+    assert first == other and first[0] == BUG
+    assert classify("x and y of the same shape, float64: the sign of y's gradient: d(x/y)/dy = -x / y^2 "
+                    "(a minus sign)") != first
+
+
+def test_a_crash_is_grouped_by_what_was_raised_not_where_or_with_which_values():
+    a = classify("summing over the last axis, float64: Sum.backward: your code raised ValueError: broadcast_to: "
+                 "cannot broadcast shape (3,) to (3, 4) (in backward, line 15). put the reduced axes back")
+    b = classify("summing over the first axis, float32: Sum.backward: your code raised ValueError: broadcast_to: "
+                 "cannot broadcast shape (4, 2) to (3, 4, 2) (in my_helper, line 31). put the reduced axes back")
+    assert a == b and a[0] == CRASH
+    assert classify("your code raised KeyError: 'alice' (in f, line 2)") == \
+        classify("your code raised KeyError: 'bob' (in g, line 9)")
+    assert classify("your code raised KeyError: 'x'")[1] != classify("your code raised IndexError: 'x'")[1]
+    assert classify("the Python process running your code exited with code 3 (os._exit, sys.exit or a crash) "
+                    "while this exercise was checked")[0] == CRASH
+
+
+def test_the_judges_own_outcomes_are_kinds_of_their_own():
+    assert classify("not implemented yet (the function still raises NotImplementedError)") == \
+        (NOT_ANSWERED, NOT_ANSWERED)
+    assert classify("Mul is not defined: write it in the exercise cell (a02-mul) and run it")[0] == NOT_ANSWERED
+    assert classify("your code ran over the time limit of 10 s while running your cell a02-mul (an endless loop, "
+                    "or far too slow?)") == (TIMEOUT, TIMEOUT)
+    assert classify("a02_broadcasting.ipynb could not be read as a notebook (NotJSONError)")[0] == UNREADABLE
+    assert classify("the grader could not check this exercise; your instructor has been told")[0] == GRADER
+
+
+def test_groups_are_ranked_by_size_with_their_students_and_one_message():
+    failures = {"ann": f"case A, float64: {AXIS0}", "bo": f"case B, float32: {AXIS0}",
+                "cy": "not implemented yet (the function still raises NotImplementedError)",
+                "di": "case A, float64: the stretched size-1 axes were not summed", "ed": NOT_HANDED_IN,
+                "fa": f"case C, float64: {AXIS0}"}
+    groups = group("a02-unbroadcast", failures)
+    assert [(g.kind, g.students) for g in groups] == [(BUG, ["ann", "bo", "fa"]), (BUG, ["di"]),
+                                                      (NOT_ANSWERED, ["cy"]), (NOT_HANDED_IN, ["ed"])]
+    assert groups[0].title == AXIS0 and groups[0].example == failures["ann"]
