@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import re
 import runpy
-import tomllib
 from pathlib import Path
+
+import tomllib
 
 REPO = Path(__file__).resolve().parents[1]
 
