@@ -126,13 +126,15 @@ def sequence_loss(model: nn.Module, lines: np.ndarray, length: int) -> Tensor:
 
 @no_grad()
 def generate(model: nn.Module, prompts: np.ndarray, length: int) -> np.ndarray:
-    """Greedy decoding: (N, length + 1) prompts `digits SEP` -> (N, length) predicted digits."""
+    """Greedy decoding: (N, length + 1) prompts `digits SEP` -> (N, length) predicted digits.
+    The model runs in evaluation mode and is left in the mode it was in."""
+    was_training = model.training
     model.eval()
     lines = prompts
     for _ in range(length):
         logits = model(lines)
         lines = np.concatenate([lines, logits.data[:, -1].argmax(axis=-1)[:, None]], axis=1)
-    model.train()
+    model.train(was_training)
     return lines[:, length + 1:]
 
 

@@ -85,7 +85,7 @@ MUTANTS = [
            replace="mask = additive_mask(np.triu(np.ones((L, S), dtype=bool)), query.dtype)",
            why="is_causal lets each query attend the future instead of the past"),
     Mutant(id="attn-mask-ignored", expect="attn_mask is ignored", exercise="a07-attention",
-           find="        mask = _broadcast_mask(additive_mask(attn_mask, query.dtype), scores_shape, op)\n",
+           find="        mask = _broadcast_mask(additive_mask(attn_mask, query.dtype, op), scores_shape, op)\n",
            replace="        pass\n",
            why="a given attn_mask is never applied"),
     Mutant(id="both-masks-accepted", expect="not both", exercise="a07-attention",
@@ -204,10 +204,7 @@ ALTERNATIVES = [
            replace="return s * grad - s * (s * grad).sum(axis=-1, keepdims=True)",
            why="the product expanded"),
     Mutant(id="attention-weights-then-matmul", exercise="a07-attention",
-           find="fused = kernels.scaled_dot_product_attention_fused  # the reference engine's faster node, or None\n"
-                "    if fused is not None:\n"
-                "        return fused(query, key, value, mask, scale)\n"
-                "    return ScaledDotProductAttention.apply(query, key, value, mask=mask, scale=scale)",
+           find="return ScaledDotProductAttention.apply(query, key, value, mask=mask, scale=scale)",
            replace="return matmul(attention_weights(query, key, mask, scale), value)",
            why="composed from the weights and a matmul: the engine derives the backward"),
     Mutant(id="attention-backward-transpose-axes", exercise="a07-attention-backward",
