@@ -472,7 +472,11 @@ def test_sorting_data_splits_are_disjoint_and_sorted():
     assert np.all(train[:, 6] == sequence.SEP)
     assert np.array_equal(train[:, 7:], np.sort(train[:, :6], axis=1))
     assert not sequence.held_out(train[:, :6]).any() and sequence.held_out(test[:, :6]).all()
-    assert not {tuple(r) for r in train[:, :6]} & {tuple(r) for r in test[:, :6]}
+    # Held out by multiset: no held-out line's sorted answer is ever a training target, and every
+    # reordering of a held-out line's digits is held out too.
+    assert not {tuple(r) for r in train[:, 7:]} & {tuple(r) for r in test[:, 7:]}
+    shuffled = rng.permuted(test[:, :6], axis=1)
+    assert sequence.held_out(shuffled).all() and not sequence.held_out(rng.permuted(train[:, :6], axis=1)).any()
     assert 0.08 < sequence.held_out(rng.integers(0, 10, (4000, 6))).mean() < 0.17  # about one in eight
 
 
