@@ -14,6 +14,12 @@ _SOFTMAX_BODY = """    z = x if mask is None else x + mask
     total = np.sum(e, axis=-1, keepdims=True)
     return e / np.where(total > 0, total, 1)"""
 
+# The softmax of the scores alone, which the mutants below then mask in wrong ways.
+_UNMASKED_SOFTMAX = """    m = np.max(x, axis=-1, keepdims=True)
+    e = np.exp(x - m)
+    s = e / np.sum(e, axis=-1, keepdims=True)
+"""
+
 _LAYER_NORM_CORE = """    D = int(np.prod(shape))
     if D == 1:  # one element per sample: it is its own mean, so the normalized value is 0
         y = x - x
@@ -41,24 +47,15 @@ MUTANTS = [
            why="the future instead of the past"),
     # masked_softmax_array
     Mutant(id="mask-after-softmax", expect="added after the softmax", exercise="a07-masked-softmax", find=_SOFTMAX_BODY,
-           replace="""    m = np.max(x, axis=-1, keepdims=True)
-    e = np.exp(x - m)
-    s = e / np.sum(e, axis=-1, keepdims=True)
-    return s if mask is None else s + mask""",
+           replace=_UNMASKED_SOFTMAX + """    return s if mask is None else s + mask""",
            why="the mask is added to the weights after the softmax"),
     Mutant(id="mask-multiplied-after-softmax", expect="multiplied by a 0/1 mask", exercise="a07-masked-softmax",
            find=_SOFTMAX_BODY,
-           replace="""    m = np.max(x, axis=-1, keepdims=True)
-    e = np.exp(x - m)
-    s = e / np.sum(e, axis=-1, keepdims=True)
-    return s if mask is None else s * (mask == 0)""",
+           replace=_UNMASKED_SOFTMAX + """    return s if mask is None else s * (mask == 0)""",
            why="the chapter's own example: the weights multiplied by a 0/1 mask after the softmax"),
     Mutant(id="mask-zeroed-after-softmax", expect="multiplied by a 0/1 mask", exercise="a07-masked-softmax",
            find=_SOFTMAX_BODY,
-           replace="""    m = np.max(x, axis=-1, keepdims=True)
-    e = np.exp(x - m)
-    s = e / np.sum(e, axis=-1, keepdims=True)
-    return s if mask is None else np.where(mask == -np.inf, 0.0, s)""",
+           replace=_UNMASKED_SOFTMAX + """    return s if mask is None else np.where(mask == -np.inf, 0.0, s)""",
            why="the masked weights set to 0 after the softmax (np.where): the same as multiplying by a 0/1 mask"),
     Mutant(id="softmax-max-before-mask", expect="maximum is taken before the mask", exercise="a07-masked-softmax",
            find="m = np.max(z, axis=-1, keepdims=True)", replace="m = np.max(x, axis=-1, keepdims=True)",
