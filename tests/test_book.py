@@ -324,41 +324,33 @@ def test_no_page_loads_anything_from_another_host(html):
 @pytest.fixture(scope="session")
 def rendered(html) -> dict[str, Page]:
     """Every TOC page as headless Chromium shows it, served over HTTP as a web host would."""
-    try:
-        chromium = Chromium()
-    except ChromiumMissing as missing:
-        pytest.fail(str(missing), pytrace=False)  # fail, never skip: CI must not pass without it
     shutil.rmtree(SCREENSHOTS, ignore_errors=True)  # no stale pictures of pages since removed
-    with chromium, serve(html) as base:
-        return {name: chromium.open(base + f"{name}.html", SCREENSHOTS / f"{name.replace('/', '-')}.png",
-                                    width=WIDE, probe=OVERFLOW)
-                for name in LAID_OUT}
+    return render(html, LAID_OUT, WIDE)
 
 
 @pytest.fixture(scope="session")
 def rendered_narrow(html) -> dict[str, Page]:
     """Every TOC page at a phone's width, with what is wider than its column."""
-    try:
-        chromium = Chromium()
-    except ChromiumMissing as missing:
-        pytest.fail(str(missing), pytrace=False)
-    with chromium, serve(html) as base:
-        return {name: chromium.open(base + f"{name}.html", SCREENSHOTS / f"{name.replace('/', '-')}-{NARROW}px.png",
-                                    width=NARROW, probe=OVERFLOW)
-                for name in LAID_OUT}
+    return render(html, LAID_OUT, NARROW, f"-{NARROW}px")
 
 
 @pytest.fixture(scope="session")
 def rendered_medium(html) -> dict[str, Page]:
     """Every chapter at a small tablet's width, with what is wider than its column."""
+    return render(html, CHAPTERS, MEDIUM, f"-{MEDIUM}px")
+
+
+def render(html: Path, names: list[str], width: int, suffix: str = "") -> dict[str, Page]:
+    """The pages `names` in headless Chromium at `width` px, each probed with OVERFLOW and
+    photographed into SCREENSHOTS (the name, then `suffix`)."""
     try:
         chromium = Chromium()
     except ChromiumMissing as missing:
-        pytest.fail(str(missing), pytrace=False)
+        pytest.fail(str(missing), pytrace=False)  # fail, never skip: CI must not pass without it
     with chromium, serve(html) as base:
-        return {name: chromium.open(base + f"{name}.html", SCREENSHOTS / f"{name.replace('/', '-')}-{MEDIUM}px.png",
-                                    width=MEDIUM, probe=OVERFLOW)
-                for name in CHAPTERS}
+        return {name: chromium.open(base + f"{name}.html", SCREENSHOTS / f"{name.replace('/', '-')}{suffix}.png",
+                                    width=width, probe=OVERFLOW)
+                for name in names}
 
 
 @pytest.mark.parametrize("name", CHAPTERS)
