@@ -15,6 +15,12 @@ rounds. Reported: milliseconds, the thread count, and the engine's time as a rat
 
 OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE, if the environment sets them, hold NumPy's OpenBLAS to
 older kernels; unset them for this command only (as above), and read the kernel line printed.
+
+    python benchmarks/bench_attention.py --embedding --clock cpu --rounds 5
+
+times the three ways the embedding's backward can scatter-add its rows (engine only): the one-hot
+GEMM, the sorted sums of `np.add.reduceat` and `np.add.at`, for vocabularies on both sides of
+`_fast.ONE_HOT_MAX_ROWS`, the switch between the first two in the fast kernel.
 """
 from __future__ import annotations
 
@@ -93,6 +99,54 @@ def sdpa_case(shape, dtype, args) -> dict[str, tuple[float, int]]:
                         thread_choices=tuple(args.threads) if args.threads else fair.THREAD_CHOICES)
 
 
+# (vocabulary V, tokens N*T, width E): the sorting model's, then larger vocabularies
+EMBEDDING_SHAPES = [(11, 1024, 48), (64, 2048, 64), (128, 2048, 64), (256, 2048, 64), (1024, 2048, 64),
+                    (4096, 4096, 128)]
+
+
+def embedding_case(shape, args) -> dict[str, tuple[float, int]]:
+    """dW (V, E) from a float32 upstream (M, E) and M token ids, three ways."""
+    V, M, E = shape
+    rng = np.random.default_rng(2)
+    g = rng.standard_normal((M, E)).astype(np.float32)
+    ids = rng.integers(0, V, M)
+
+    def one_hot():
+        hot = np.zeros((V, M), dtype=g.dtype)
+        hot[ids, np.arange(M)] = 1
+        return hot @ g
+
+    def sorted_sums():
+        order = np.argsort(ids, kind="stable")
+        tokens = ids[order]
+        starts = np.flatnonzero(np.r_[True, tokens[1:] != tokens[:-1]])
+        dw = np.zeros((V, E), dtype=g.dtype)
+        dw[tokens[starts]] = np.add.reduceat(g[order], starts, axis=0)
+        return dw
+
+    def add_at():
+        dw = np.zeros((V, E), dtype=g.dtype)
+        np.add.at(dw, ids, g)
+        return dw
+
+    sides = {"one-hot GEMM": one_hot, "sorted sums": sorted_sums, "np.add.at": add_at}
+    return fair.compare(sides, args.rounds, args.calls, clock=args.clock,
+                        thread_choices=tuple(args.threads) if args.threads else fair.THREAD_CHOICES)
+
+
+def embedding_main(args) -> None:
+    from solutions.ops import _fast
+
+    print(f"embedding backward, float32 (the fast kernel: one-hot up to V = {_fast.ONE_HOT_MAX_ROWS}, "
+          "sorted sums above)")
+    print("  V     N*T    E     one-hot ms   sorted sums ms   np.add.at ms")
+    for shape in EMBEDDING_SHAPES:
+        best = embedding_case(shape, args)
+        V, M, E = shape
+        times = [best[name][0] * 1e3 for name in ("one-hot GEMM", "sorted sums", "np.add.at")]
+        print(f"  {V:<5d} {M:<5d} {E:<4d} " + "   ".join(f"{t:12.3f}" for t in times))
+
+
 def main(argv: list[str] | None = None) -> dict[str, list[float]]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=3)
@@ -100,7 +154,15 @@ def main(argv: list[str] | None = None) -> dict[str, list[float]]:
     parser.add_argument("--dtype", choices=("float32", "float64", "both"), default="float32")
     parser.add_argument("--clock", choices=tuple(fair.CLOCKS), default="wall")
     parser.add_argument("--threads", type=int, nargs="*", default=None, help="thread counts to try (default 1 2)")
+    parser.add_argument("--embedding", action="store_true",
+                        help="time the embedding backward's three scatter-adds instead (engine only)")
     args = parser.parse_args(argv)
+    if args.embedding:
+        print(f"NumPy {np.__version__} ({fair.blas()}); {fair.load()}")
+        print(f"method: {fair.method(args.rounds, args.calls, args.clock)}")
+        embedding_main(args)
+        print(f"{fair.load()}")
+        return {}
     dtypes = ("float32", "float64") if args.dtype == "both" else (args.dtype,)
     print(f"{platform.processor() or platform.machine()}, NumPy {np.__version__} ({fair.blas()}), "
           f"PyTorch {torch.__version__ if torch is not None else 'absent'}; {fair.load()}")

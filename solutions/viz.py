@@ -3,9 +3,11 @@
 Book: chapter 1 (`book/01_graphs.md`, *Nodes and edges*). Tests: `tests/test_viz.py`.
 
 One box per tensor, an arrow from each input of an operation to its output, the operation's name
-on the output's box. The layout is a hand-made layered drawing: a node's column is the length of
-the longest path from a leaf to it, so every arrow points rightwards, and the nodes of one column
-are stacked in the order the engine's `toposort` lists them. That is enough for the small graphs
+on the output's box. The layout is a hand-made layered drawing: an operation's column is the length
+of the longest path from a leaf to it, so every arrow points rightwards, a leaf or a constant
+stands in the column just before its first consumer, and the nodes of one column are stacked in
+the order the engine's `toposort` lists them. A tensor without a name is labelled `t<k>`, its
+place in that order. That is enough for the small graphs
 a reader builds by hand; a graph of more than a few hundred tensors is refused with its size.
 
 In a notebook the returned object draws itself (`_repr_svg_`); `.svg` is the text of the drawing.
@@ -90,6 +92,12 @@ def draw_graph(*roots: Tensor, title: str | None = None) -> GraphDrawing:
     column = [0] * len(order)
     for src, dst in edges:  # order is topological, so every src is final before dst is reached
         column[dst] = max(column[dst], column[src] + 1)
+    consumers: dict[int, list[int]] = {}
+    for src, dst in edges:
+        consumers.setdefault(src, []).append(dst)
+    for k, t in enumerate(order):  # a leaf or constant stands just before its first consumer, so that
+        if t.grad_fn is None and k in consumers:  # its arrow does not run under the boxes between
+            column[k] = min(column[d] for d in consumers[k]) - 1
     rows: dict[int, int] = {}
     row = []
     for k in range(len(order)):

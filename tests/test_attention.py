@@ -172,17 +172,31 @@ def test_embedding_gradient_adds_up_repeated_tokens(seed, V, E, ids_shape):
     gradgradcheck(lambda w: ops.embedding(ids, w) ** 2, w)
 
 
-def test_fast_embedding_gradient_for_a_large_vocabulary():
-    # Past _fast.ONE_HOT_MAX_ROWS the fast kernel scatter-adds instead of building a one-hot matrix.
+@given(seed=seeds, small=st.booleans(), E=st.integers(1, 3), M=st.integers(0, 12))
+def test_the_fast_embedding_kernel_is_the_scatter_add_on_both_sides_of_its_switch(seed, small, E, M):
+    # Up to _fast.ONE_HOT_MAX_ROWS the fast kernel is a one-hot product; past it, sorted sums.
     from solutions.ops import _fast
+    from solutions.ops.attention import embedding_backward_array
 
-    V = _fast.ONE_HOT_MAX_ROWS + 5
-    ids = np.array([[V - 1, 3, V - 1], [3, 3, 0]])
-    w = Tensor(np.zeros((V, 2)), requires_grad=True)
-    ops.embedding(ids, w).backward(np.ones((2, 3, 2)))
-    expected = np.zeros((V, 2))
-    expected[V - 1], expected[3], expected[0] = 2, 3, 1
-    assert_close(w.grad, expected)
+    rng = np.random.default_rng(seed)
+    V = rng.integers(1, 6) if small else _fast.ONE_HOT_MAX_ROWS + 5
+    ids = rng.integers(0, V, M)
+    if M and not small:
+        ids[: M // 2] = V - 1  # repeated tokens at the far end of the table
+    grad = rng.standard_normal((M, E)).astype(np.float32)
+    got = _fast.embedding_backward_array(grad, ids, V)
+    assert got.dtype == np.float32 and got.shape == (V, E)
+    assert_close(got, embedding_backward_array(grad, ids, V), rtol=1e-5, atol=1e-6)
+
+
+def test_an_inf_in_the_upstream_gradient_stays_in_the_row_that_read_it(kernel_set):
+    # PyTorch (and the definition) add each position's gradient to its token's row alone. A one-hot
+    # product also multiplies it by the zeros of every other row: 0 * inf = nan in rows no token read.
+    w = Tensor(np.zeros((4, 2)), requires_grad=True)
+    upstream = np.ones((2, 2))
+    upstream[0, 0] = np.inf
+    ops.embedding(np.array([0, 1]), w).backward(upstream)
+    assert np.array_equal(w.grad.data, [[np.inf, 1], [1, 1], [0, 0], [0, 0]]), w.grad.data
 
 
 def test_embedding_padding_idx_gets_no_gradient_and_the_layer_zeroes_it():
@@ -286,12 +300,32 @@ def test_causal_mask_hides_the_future():
     assert np.array_equal(ops.causal_mask(2, 3), [[True, False, False], [True, True, False]])
 
 
-def test_attention_mask_gets_no_gradient_and_dropout_one_zeroes():
+def test_a_mask_that_requires_grad_is_refused_not_silently_detached():
+    # The mask is a constant: a learned bias passed as a mask would never train. Every entry point
+    # says so; a learned bias is added to the scores (masked_softmax(scores + bias)), which trains.
     q = leaf(np.ones((1, 2, 2)))
     bias = Tensor(np.zeros((2, 2)), requires_grad=True)
-    out = ops.scaled_dot_product_attention(q, q, q, attn_mask=bias)
-    out.sum().backward()
-    assert bias.grad is None  # the mask is a constant: it chooses scores, it is not trained
+    refused = r"the mask .*requires grad.*constant.*masked_softmax\(scores \+ bias\)"
+    with pytest.raises(TypeError, match="scaled_dot_product_attention: " + refused):
+        ops.scaled_dot_product_attention(q, q, q, attn_mask=bias)
+    with pytest.raises(TypeError, match="masked_softmax: " + refused):
+        ops.masked_softmax(q, bias)
+    mha = nn.MultiheadAttention(2, 1, batch_first=True, dtype=np.float64, rng=0)
+    with pytest.raises(TypeError, match="MultiheadAttention: " + refused):
+        mha(q, q, q, attn_mask=bias)
+    with pytest.raises(TypeError, match="MultiheadAttention: " + refused):
+        mha(q, q, q, key_padding_mask=Tensor(np.zeros((1, 2)), requires_grad=True))
+    # A constant float mask (a Tensor that does not require grad) is still a mask.
+    out = ops.scaled_dot_product_attention(q, q, q, attn_mask=Tensor(np.zeros((2, 2))))
+    assert_close(out, ops.scaled_dot_product_attention(q, q, q).data)
+    # The way to train a bias: add it to the scores, which the engine differentiates.
+    scores = ops.matmul(q, q.swapaxes(-1, -2))
+    ops.masked_softmax(scores + bias).sum().backward()
+    assert bias.grad is not None
+
+
+def test_dropout_one_zeroes_the_output():
+    q = leaf(np.ones((1, 2, 2)))
     zero = ops.scaled_dot_product_attention(q, q, q, dropout_p=1.0, rng=np.random.default_rng(0))
     assert np.all(zero.data == 0)
 
@@ -381,6 +415,21 @@ def test_multihead_attention_per_head_masks_and_float_masks():
     assert_close(padded.data[0, :2], short.data[0], msg="a padded key changes nothing")
 
 
+def test_multihead_attention_returns_the_weights_it_applied_under_dropout():
+    # PyTorch returns the dropped-out weights it multiplied the values by, not the softmax before it.
+    mha = nn.MultiheadAttention(4, 2, dropout=0.5, batch_first=True, dtype=np.float64, rng=3)
+    x = Tensor(np.random.default_rng(3).standard_normal((2, 5, 4)))
+    out, w = mha(x, x, x, average_attn_weights=False)
+    assert (w.data == 0).any(), "half the weights are dropped"
+    v = ops.split_heads(x.data @ mha.in_proj_weight.data[8:].T + mha.in_proj_bias.data[8:], 2)
+    heads = ops.merge_heads(w.data @ v.data).data
+    assert_close(out, heads @ mha.out_proj.weight.data.T + mha.out_proj.bias.data,
+                 msg="the output is the returned weights times the values")
+    mha.eval()
+    _, w = mha(x, x, x, average_attn_weights=False)
+    assert_close(w.data.sum(axis=-1), np.ones((2, 2, 5)), msg="no dropout in evaluation")
+
+
 def test_multihead_attention_unbatched_equals_batched():
     mha = nn.MultiheadAttention(4, 2, dtype=np.float64, rng=1)  # sequence-first (L, N, E)
     x = np.random.default_rng(1).standard_normal((3, 1, 4))
@@ -423,7 +472,11 @@ def test_sorting_data_splits_are_disjoint_and_sorted():
     assert np.all(train[:, 6] == sequence.SEP)
     assert np.array_equal(train[:, 7:], np.sort(train[:, :6], axis=1))
     assert not sequence.held_out(train[:, :6]).any() and sequence.held_out(test[:, :6]).all()
-    assert not {tuple(r) for r in train[:, :6]} & {tuple(r) for r in test[:, :6]}
+    # Held out by multiset: no held-out line's sorted answer is ever a training target, and every
+    # reordering of a held-out line's digits is held out too.
+    assert not {tuple(r) for r in train[:, 7:]} & {tuple(r) for r in test[:, 7:]}
+    shuffled = rng.permuted(test[:, :6], axis=1)
+    assert sequence.held_out(shuffled).all() and not sequence.held_out(rng.permuted(train[:, :6], axis=1)).any()
     assert 0.08 < sequence.held_out(rng.integers(0, 10, (4000, 6))).mean() < 0.17  # about one in eight
 
 
@@ -444,6 +497,26 @@ def test_sorting_model_shapes_and_attention_maps():
     loss = sequence.sequence_loss(model, lines, 3)
     loss.backward()
     assert all(p.grad is not None for p in model.parameters())
+
+
+def test_generate_leaves_the_model_in_the_mode_it_found():
+    from solutions import sequence
+
+    settings = sequence.Settings(length=3, embed_dim=8, num_heads=2)
+    model = sequence.SortingTransformer(settings)
+    prompts = sequence.make_batch(np.random.default_rng(0), 2, 3, "test")[:, :4]
+    for training in (False, True):
+        model.train(training)
+        sequence.generate(model, prompts, 3)
+        assert model.training is training
+
+
+def test_the_model_answer_of_attention_is_textbook_code():
+    # The a07 model answer (and so the notebook step) calls the op; any faster path lives beneath it.
+    import inspect
+
+    source = inspect.getsource(ops.attention.scaled_dot_product_attention)
+    assert "kernels" not in source and "fused" not in source, source
 
 
 @pytest.mark.slow

@@ -44,8 +44,10 @@ MARKERS = ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN T
 # $$, or $...$ around something TeX-like (a backslash, ^, _ or a brace).
 RAW_TEX = re.compile(r"\\[A-Za-z]+|\\[()\[\]]|\$\$|\$[^$\n]*[\\^_{}][^$\n]*\$")
 
-# The widths the layout is checked at: a laptop, and a phone held upright.
+# The widths the layout is checked at: a laptop, and a phone held upright; and a small tablet,
+# where every display formula of a chapter must already fit (split inside `aligned`).
 WIDE, NARROW = 1280, 400
+MEDIUM = 500
 
 # Runs in every rendered page: what is wider than the article's column. An element "sticks out"
 # when its right edge passes the column's, and "is clipped" when it passes the edge of an
@@ -115,7 +117,15 @@ OVERFLOW = """(() => {
         wide.push(`the whole page scrolls sideways: ${document.documentElement.scrollWidth}px `
                   + `in a ${window.innerWidth}px window`);
     }
-    return {wide, scrolls};
+    // The search controls a reader can see (a button or a field, on screen and not hidden).
+    const onScreen = el => {
+        const r = el.getBoundingClientRect(), style = getComputedStyle(el);
+        return r.width > 0 && r.height > 0 && style.visibility !== "hidden"
+            && r.right > 0 && r.left < window.innerWidth;
+    };
+    const searches = [...document.querySelectorAll(
+        "button.search-button__button, form.bd-search, input[type=search]")].filter(onScreen).length;
+    return {wide, scrolls, searches};
 })()"""
 
 pytestmark = [pytest.mark.xdist_group("book"), pytest.mark.slow]  # a book build and a browser
@@ -314,28 +324,40 @@ def test_no_page_loads_anything_from_another_host(html):
 @pytest.fixture(scope="session")
 def rendered(html) -> dict[str, Page]:
     """Every TOC page as headless Chromium shows it, served over HTTP as a web host would."""
-    try:
-        chromium = Chromium()
-    except ChromiumMissing as missing:
-        pytest.fail(str(missing), pytrace=False)  # fail, never skip: CI must not pass without it
     shutil.rmtree(SCREENSHOTS, ignore_errors=True)  # no stale pictures of pages since removed
-    with chromium, serve(html) as base:
-        return {name: chromium.open(base + f"{name}.html", SCREENSHOTS / f"{name.replace('/', '-')}.png",
-                                    width=WIDE, probe=OVERFLOW)
-                for name in LAID_OUT}
+    return render(html, LAID_OUT, WIDE)
 
 
 @pytest.fixture(scope="session")
 def rendered_narrow(html) -> dict[str, Page]:
     """Every TOC page at a phone's width, with what is wider than its column."""
+    return render(html, LAID_OUT, NARROW, f"-{NARROW}px")
+
+
+@pytest.fixture(scope="session")
+def rendered_medium(html) -> dict[str, Page]:
+    """Every chapter at a small tablet's width, with what is wider than its column."""
+    return render(html, CHAPTERS, MEDIUM, f"-{MEDIUM}px")
+
+
+def render(html: Path, names: list[str], width: int, suffix: str = "") -> dict[str, Page]:
+    """The pages `names` in headless Chromium at `width` px, each probed with OVERFLOW and
+    photographed into SCREENSHOTS (the name, then `suffix`)."""
     try:
         chromium = Chromium()
     except ChromiumMissing as missing:
-        pytest.fail(str(missing), pytrace=False)
+        pytest.fail(str(missing), pytrace=False)  # fail, never skip: CI must not pass without it
     with chromium, serve(html) as base:
-        return {name: chromium.open(base + f"{name}.html", SCREENSHOTS / f"{name.replace('/', '-')}-{NARROW}px.png",
-                                    width=NARROW, probe=OVERFLOW)
-                for name in LAID_OUT}
+        return {name: chromium.open(base + f"{name}.html", SCREENSHOTS / f"{name.replace('/', '-')}{suffix}.png",
+                                    width=width, probe=OVERFLOW)
+                for name in names}
+
+
+@pytest.mark.parametrize("name", CHAPTERS)
+def test_display_math_fits_a_small_tablet(rendered_medium, name):
+    math = [element for kind, element in rendered_medium[name].probe["scrolls"] if kind == "math"]
+    assert not math, (f"{name} at {MEDIUM} px: display math scrolls sideways (split it inside aligned):\n"
+                      + "\n".join(math))
 
 
 @pytest.mark.parametrize("name", PAGES)
@@ -415,6 +437,14 @@ def test_nothing_is_wider_than_its_column(request, name, width):
             problems.append(f"{element} (code and outputs must fit the column at {WIDE} px: shorten "
                             "or wrap the line; scrolling is only the narrow screen's last resort)")
     assert not problems, f"{name} at {width} px: wider than its column:\n" + "\n".join(problems)
+
+
+@pytest.mark.parametrize("width", [WIDE, NARROW])
+@pytest.mark.parametrize("name", PAGES)
+def test_one_search_box_per_page(request, name, width):
+    pages = request.getfixturevalue("rendered" if width == WIDE else "rendered_narrow")
+    assert pages[name].probe["searches"] == 1, (
+        f"{name} at {width} px: {pages[name].probe['searches']} search boxes in sight, not one")
 
 
 def test_the_overflow_check_sees_overflow():
@@ -529,14 +559,35 @@ def test_the_bibliography_labels_its_entries_as_the_text_cites_them(html):
     assert len(set(labels)) == len(labels), f"{bibliography}.html: two entries share a label"
 
 
+def test_a_chapters_second_page_has_a_number_of_its_own(html):
+    # book/05b_optimizers continues chapter 5 on a page of its own: it is 5b (sections 5b.1, ...),
+    # not 5.12, a section of chapter 5 after that chapter's References, 5.11.
+    second = [name for name in PAGES if re.match(r"book/\d\db_", name)]
+    assert second, "no chapter has a second page: the test has nothing to check"
+    for name in second:
+        number = f"{int(Path(name).name[:2])}b"
+        page = soup(html / f"{name}.html")
+        numbers = [" ".join(span.get_text().split()) for span in page.select("article.bd-article .section-number")]
+        assert numbers and numbers[0] == f"{number}.", f"{name}: its title is numbered {numbers[:1]}"
+        assert all(n.startswith(f"{number}.") for n in numbers), f"{name}: section numbers {numbers}"
+        links = [" ".join(a.get_text().split()) for a in soup(html / f"{PAGES[1]}.html").select(
+            "nav.bd-docs-nav a") if a.get("href", "").endswith(f"{Path(name).name}.html")]
+        assert links and all(link.startswith(f"{number}. ") for link in links), f"navigation shows {links}"
+
+
 # Terms a reader looks up; each must be in the general index (genindex.html).
 INDEXED = ["unbroadcast", "im2col", "col2im", "dilation", "transposed convolution", "VJP",
            "vector-Jacobian product", "topological order", "chain rule", "backpropagation", "Jacobian",
            "cross-correlation", "erode", "groups", "depthwise convolution", "Nesterov momentum",
            "bias correction", "early stopping", "state_dict", "fan-in", "fan-out", "leaf",
-           "extended graph", "logsumexp", "scatter-add", "dampening", "Function contract"]
+           "extended graph", "logsumexp", "scatter-add", "dampening", "Function contract", "forward mode",
+           "JVP", "Jacobian-vector product", "dual number", "confusion matrix", "cosine schedule",
+           "global average pooling", "attention", "query, key, value", "causal mask", "multi-head attention",
+           "positional encoding", "embedding", "pre-norm block", "GELU", "teacher forcing"]
 # Entries that only duplicate others: one term, one entry.
 NOT_INDEXED = ["fan-in and fan-out", "leaf (of a graph)", "dilate (zero insertion)", "xavier/glorot initialisation"]
+# A term that is an entry of its own, and a sub-entry of no other entry (once is enough).
+ONCE = ["VJP", "vector-Jacobian product", "JVP", "Jacobian-vector product", "dilate", "zero insertion"]
 
 
 def index_entries(html: Path) -> dict[str, list[str]]:
@@ -551,6 +602,22 @@ def index_entries(html: Path) -> dict[str, list[str]]:
         if term:
             entries.setdefault(term, []).extend(a["href"] for a in item.find_all("a", href=True))
     return entries
+
+
+def index_terms(html: Path) -> list[str]:
+    """Every entry and sub-entry of genindex.html (lower case), as often as the index lists it."""
+    terms = []
+    for item in soup(html / "genindex.html").select("table.genindextable td ul > li"):
+        first = next(child for child in item.children if not (isinstance(child, str) and not child.strip()))
+        text = first.get_text() if hasattr(first, "get_text") else str(first)
+        terms.append(" ".join(text.split()).rstrip(",").strip().lower())
+    return terms
+
+
+def test_a_term_is_listed_once(html):
+    terms = index_terms(html)
+    twice = {term: terms.count(term.lower()) for term in ONCE if terms.count(term.lower()) != 1}
+    assert not twice, f"genindex.html lists these terms other than once (entry or sub-entry): {twice}"
 
 
 def test_the_index_lists_the_terms_and_is_in_the_navigation(html, rendered):

@@ -127,8 +127,8 @@ CAPSTONE = ASSIGNMENTS[-1]
 
 def paired(chapter: str) -> str:
     """The assignment folder the book pairs a chapter with: the one its "Assignment" section lists,
-    or, for a chapter without an assignment of its own yet (chapter 7), the capstone's, where the
-    kit holds the student's whole engine (its download note says so)."""
+    or, for a chapter without an assignment of its own, the last assignment's, where the kit holds
+    the student's whole engine (its download note says so)."""
     listed = re.findall(r"```\{assignment-exercises\}\s+(\w+)", (ROOT / f"{chapter}.md").read_text())
     return listed[0] if listed else CAPSTONE
 

@@ -67,6 +67,17 @@ def test_a_deep_chain_draws_without_recursion_and_a_huge_one_is_refused():
         draw_graph(y)
 
 
+def test_a_constant_stands_beside_its_consumer_so_no_arrow_runs_under_a_box():
+    # shrink(3.0) of chapter 1: x * 0.5 * 0.5, each 0.5 a constant kept by its Mul
+    x = Tensor(3.0, requires_grad=True, name="x")
+    drawing = draw_graph(x * 0.5 * 0.5)
+    found, arrows = boxes(drawing)
+    assert sorted(found) == ["t1", "t2", "t3", "t4", "x"]  # unnamed tensors: t<k>, their place in the order
+    column_width = found["t2"][0] - found["x"][0]
+    for (x1, _), (x2, _) in arrows:  # every arrow spans one gap between two neighbouring columns
+        assert x2 - x1 < column_width, (x1, x2)
+
+
 def test_bad_input_is_named():
     with pytest.raises(TypeError, match="draw_graph: argument 0 is a float, not a Tensor"):
         draw_graph(1.0)

@@ -14,6 +14,18 @@ _SOFTMAX_BODY = """    z = x if mask is None else x + mask
     total = np.sum(e, axis=-1, keepdims=True)
     return e / np.where(total > 0, total, 1)"""
 
+# The softmax of the scores alone, which the mutants below then mask in wrong ways.
+_UNMASKED_SOFTMAX = """    m = np.max(x, axis=-1, keepdims=True)
+    e = np.exp(x - m)
+    s = e / np.sum(e, axis=-1, keepdims=True)
+"""
+
+_LAYER_NORM_CORE = """    D = int(np.prod(shape))
+    if D == 1:  # one element per sample: it is its own mean, so the normalized value is 0
+        y = x - x
+    else:
+        y = batch_norm(x.reshape(1, x.size // D, D), None, None, training=True, eps=eps).reshape(x.shape)"""
+
 _LAYER_NORM_AFFINE = """    if weight is not None:
         y = y * weight
     if bias is not None:
@@ -35,11 +47,36 @@ MUTANTS = [
            why="the future instead of the past"),
     # masked_softmax_array
     Mutant(id="mask-after-softmax", expect="added after the softmax", exercise="a07-masked-softmax", find=_SOFTMAX_BODY,
+           replace=_UNMASKED_SOFTMAX + """    return s if mask is None else s + mask""",
+           why="the mask is added to the weights after the softmax"),
+    Mutant(id="mask-multiplied-after-softmax", expect="multiplied by a 0/1 mask", exercise="a07-masked-softmax",
+           find=_SOFTMAX_BODY,
+           replace=_UNMASKED_SOFTMAX + """    return s if mask is None else s * (mask == 0)""",
+           why="the chapter's own example: the weights multiplied by a 0/1 mask after the softmax"),
+    Mutant(id="mask-zeroed-after-softmax", expect="multiplied by a 0/1 mask", exercise="a07-masked-softmax",
+           find=_SOFTMAX_BODY,
+           replace=_UNMASKED_SOFTMAX + """    return s if mask is None else np.where(mask == -np.inf, 0.0, s)""",
+           why="the masked weights set to 0 after the softmax (np.where): the same as multiplying by a 0/1 mask"),
+    Mutant(id="softmax-max-before-mask", expect="maximum is taken before the mask", exercise="a07-masked-softmax",
+           find="m = np.max(z, axis=-1, keepdims=True)", replace="m = np.max(x, axis=-1, keepdims=True)",
+           why="the row maximum of the unmasked scores: a masked score far above the rest leaves only underflow"),
+    Mutant(id="softmax-max-before-exp-mask", expect="maximum is taken before the mask",
+           exercise="a07-masked-softmax", find=_SOFTMAX_BODY,
            replace="""    m = np.max(x, axis=-1, keepdims=True)
     e = np.exp(x - m)
-    s = e / np.sum(e, axis=-1, keepdims=True)
-    return s if mask is None else s + mask""",
-           why="the mask is added to the weights after the softmax"),
+    if mask is not None:
+        e = e * np.exp(mask)  # exp(-inf) = 0 removes a key, exp(bias) weighs it
+    total = np.sum(e, axis=-1, keepdims=True)
+    return e / np.where(total > 0, total, 1)""",
+           why="the mask applied as a factor exp(M) after subtracting the maximum of the unmasked scores"),
+    Mutant(id="mask-added-in-place", expect="in place", exercise="a07-masked-softmax",
+           find="z = x if mask is None else x + mask",
+           replace="z = x\n    if mask is not None:\n        z += mask",
+           why="the mask added into the caller's scores (z is x, not a copy)"),
+    Mutant(id="mask-added-with-out", expect="in place", exercise="a07-masked-softmax",
+           find="z = x if mask is None else x + mask",
+           replace="z = x if mask is None else np.add(x, mask, out=x)",
+           why="np.add(..., out=x) writes the masked scores over the caller's"),
     Mutant(id="softmax-wrong-axis", expect="wrong axis", exercise="a07-masked-softmax", find=_SOFTMAX_BODY,
            replace=_SOFTMAX_BODY.replace("axis=-1", "axis=-2"),
            why="normalizes over the queries (axis -2) instead of the keys"),
@@ -67,6 +104,9 @@ MUTANTS = [
     Mutant(id="softmax-vjp-sign", expect="sign", exercise="a07-softmax-backward",
            find="return s * (grad - (grad * s)", replace="return s * (grad + (grad * s)",
            why="the sign of the coupling term"),
+    Mutant(id="softmax-vjp-no-keepdims", expect="summed axis", exercise="a07-softmax-backward",
+           find="(grad * s).sum(axis=-1, keepdims=True)", replace="(grad * s).sum(axis=-1)",
+           why="<g, s> without keepdims: one value per row that no longer broadcasts against its row"),
     Mutant(id="softmax-vjp-on-data", expect="Tensor", exercise="a07-softmax-backward",
            find="return s * (grad - (grad * s).sum(axis=-1, keepdims=True))",
            replace="return Tensor(s.data * (grad.data - (grad.data * s.data).sum(axis=-1, keepdims=True)))",
@@ -85,9 +125,38 @@ MUTANTS = [
            replace="mask = additive_mask(np.triu(np.ones((L, S), dtype=bool)), query.dtype)",
            why="is_causal lets each query attend the future instead of the past"),
     Mutant(id="attn-mask-ignored", expect="attn_mask is ignored", exercise="a07-attention",
-           find="        mask = _broadcast_mask(additive_mask(attn_mask, query.dtype), scores_shape, op)\n",
+           find="        mask = _broadcast_mask(additive_mask(attn_mask, query.dtype, op), scores_shape, op)\n",
            replace="        pass\n",
            why="a given attn_mask is never applied"),
+    Mutant(id="bool-mask-added-as-is", expect="as 0 and 1", exercise="a07-attention",
+           find="_broadcast_mask(additive_mask(attn_mask, query.dtype, op), scores_shape, op)",
+           replace="_broadcast_mask(np.asarray(attn_mask, dtype=query.dtype), scores_shape, op)",
+           why="a bool mask added to the scores as 0/1 instead of 0/-inf"),
+    Mutant(id="scale-from-values", expect="values' width", exercise="a07-attention",
+           find="L, S, D = query.shape[-2], key.shape[-2], query.shape[-1]",
+           replace="L, S, D = query.shape[-2], key.shape[-2], value.shape[-1]",
+           why="the scale 1/sqrt(Dv) from the values' width instead of the queries'"),
+    Mutant(id="causal-mask-square", expect="causal_mask(L, S)", exercise="a07-attention",
+           find="mask = additive_mask(causal_mask(L, S), query.dtype)",
+           replace="mask = additive_mask(causal_mask(L), query.dtype)",
+           why="an (L, L) causal mask: wrong as soon as there are more keys than queries"),
+    Mutant(id="mask-not-broadcast-checked", expect="does not broadcast", exercise="a07-attention",
+           find="mask = _broadcast_mask(additive_mask(attn_mask, query.dtype, op), scores_shape, op)",
+           replace="mask = additive_mask(attn_mask, query.dtype, op)",
+           why="a mask that adds a batch axis to the scores is accepted (the output grows an axis)"),
+    Mutant(id="scores-shape-from-query", expect="batch axes are those of query and key", exercise="a07-attention",
+           find="scores_shape = np.broadcast_shapes(query.shape[:-2], key.shape[:-2]) + (L, S)",
+           replace="scores_shape = query.shape[:-1] + (S,)",
+           why="the scores' shape from the query alone: a query shared by the batch refuses a good mask"),
+    Mutant(id="dropout-ignored", expect="dropout_p is ignored", exercise="a07-attention",
+           find="    if dropout_p > 0.0:\n"
+                "        return dropout_attention(query, key, value, mask, scale, dropout_p, rng)\n",
+           replace="",
+           why="dropout_p > 0 never drops anything"),
+    Mutant(id="dropout-without-rng", expect="caller's rng", exercise="a07-attention",
+           find="return dropout_attention(query, key, value, mask, scale, dropout_p, rng)",
+           replace="return dropout_attention(query, key, value, mask, scale, dropout_p, None)",
+           why="the dropped weights drawn from a fresh generator, not the caller's"),
     Mutant(id="both-masks-accepted", expect="not both", exercise="a07-attention",
            find="if is_causal and attn_mask is not None:",
            replace="if is_causal and attn_mask is not None and dropout_p < 0:",
@@ -112,6 +181,13 @@ MUTANTS = [
     Mutant(id="dk-not-transposed", expect="transpose dS", exercise="a07-attention-backward",
            find="dk = _sum_to(matmul(ds.swapaxes(-1, -2), q), k.shape)", replace="dk = _sum_to(matmul(ds, q), k.shape)",
            why="dK = s dS Q instead of s dS^T Q"),
+    Mutant(id="dk-skipped-without-dq", expect="needs asks for it", exercise="a07-attention-backward",
+           find="if not (needs[0] or needs[1]):", replace="if not needs[0]:",
+           why="dS computed only when dQ is needed: dK alone comes back None"),
+    Mutant(id="dk-reads-needs-of-q", expect="needs asks for it", exercise="a07-attention-backward",
+           find="dk = _sum_to(matmul(ds.swapaxes(-1, -2), q), k.shape) if needs[1] else None",
+           replace="dk = _sum_to(matmul(ds.swapaxes(-1, -2), q), k.shape) if needs[0] else None",
+           why="dK computed when dQ is needed, not when dK is"),
     Mutant(id="shared-kv-not-summed", expect="shared by every head", exercise="a07-attention-backward",
            find="dv = _sum_to(matmul(p.swapaxes(-1, -2), grad), v.shape)",
            replace="dv = matmul(p.swapaxes(-1, -2), grad)",
@@ -168,6 +244,19 @@ MUTANTS = [
            replace="y = Tensor(batch_norm(Tensor(x.data.reshape(1, x.size // D, D)), None, None, training=True, "
                    "eps=eps).data.reshape(x.shape))",
            why="normalized on .data: right values, no gradient reaches x"),
+    Mutant(id="layer-norm-unbiased-variance", expect="biased variance", exercise="a07-layer-norm",
+           find=_LAYER_NORM_CORE,
+           replace="""    axes = tuple(range(x.ndim - k, x.ndim))
+    centered = x - x.mean(axis=axes, keepdims=True)
+    variance = (centered * centered).sum(axis=axes, keepdims=True) / (int(np.prod(shape)) - 1)
+    y = centered / (variance + eps) ** 0.5""",
+           why="the unbiased variance (divided by D - 1), not PyTorch's biased one"),
+    Mutant(id="layer-norm-eps-outside-sqrt", expect="inside the square root", exercise="a07-layer-norm",
+           find=_LAYER_NORM_CORE,
+           replace="""    axes = tuple(range(x.ndim - k, x.ndim))
+    centered = x - x.mean(axis=axes, keepdims=True)
+    y = centered / ((centered * centered).mean(axis=axes, keepdims=True) ** 0.5 + eps)""",
+           why="eps added to the standard deviation instead of the variance"),
     Mutant(id="layer-norm-no-shape-check", expect="ValueError", exercise="a07-layer-norm",
            find="if k == 0 or x.ndim < k or x.shape[x.ndim - k:] != shape:", replace="if k == 0:",
            why="a normalized_shape that is not the input's last axes is not reported"),
@@ -199,17 +288,34 @@ ALTERNATIVES = [
     np.divide(e, total, out=out, where=total > 0)
     return out""",
            why="np.divide with where= instead of a guarded denominator"),
+    Mutant(id="softmax-nan-to-num", exercise="a07-masked-softmax", find=_SOFTMAX_BODY,
+           replace="""    z = x if mask is None else x + mask
+    with np.errstate(invalid="ignore"):  # a fully masked row: -inf - (-inf) = nan, zeroed below
+        e = np.exp(z - z.max(axis=-1, keepdims=True))
+        s = e / e.sum(axis=-1, keepdims=True)
+    return np.nan_to_num(s, nan=0.0)""",
+           why="fully masked rows computed as nan, then zeroed"),
     Mutant(id="softmax-vjp-expanded", exercise="a07-softmax-backward",
            find="return s * (grad - (grad * s).sum(axis=-1, keepdims=True))",
            replace="return s * grad - s * (s * grad).sum(axis=-1, keepdims=True)",
            why="the product expanded"),
     Mutant(id="attention-weights-then-matmul", exercise="a07-attention",
-           find="fused = kernels.scaled_dot_product_attention_fused  # the reference engine's faster node, or None\n"
-                "    if fused is not None:\n"
-                "        return fused(query, key, value, mask, scale)\n"
-                "    return ScaledDotProductAttention.apply(query, key, value, mask=mask, scale=scale)",
+           find="return ScaledDotProductAttention.apply(query, key, value, mask=mask, scale=scale)",
            replace="return matmul(attention_weights(query, key, mask, scale), value)",
            why="composed from the weights and a matmul: the engine derives the backward"),
+    Mutant(id="attention-mask-broadcast-to", exercise="a07-attention",
+           find="mask = _broadcast_mask(additive_mask(attn_mask, query.dtype, op), scores_shape, op)",
+           replace="mask = np.broadcast_to(additive_mask(attn_mask, query.dtype, op), scores_shape)",
+           why="np.broadcast_to checks the mask's shape (its ValueError) and spreads it to the scores' shape"),
+    Mutant(id="attention-backward-every-gradient", exercise="a07-attention-backward",
+           find="""    dv = _sum_to(matmul(p.swapaxes(-1, -2), grad), v.shape) if needs[2] else None
+    if not (needs[0] or needs[1]):
+        return None, None, dv
+    dp""",
+           replace="""    dv = _sum_to(matmul(p.swapaxes(-1, -2), grad), v.shape)
+    needs = (True, True, True)  # every gradient, wanted or not: None is allowed, not required
+    dp""",
+           why="all three gradients computed whatever needs says"),
     Mutant(id="attention-backward-transpose-axes", exercise="a07-attention-backward",
            find="dv = _sum_to(matmul(p.swapaxes(-1, -2), grad), v.shape) if needs[2] else None",
            replace="dv = _sum_to(matmul(transpose(p, tuple(range(p.ndim - 2)) + (p.ndim - 1, p.ndim - 2)), grad), "
@@ -249,11 +355,7 @@ ALTERNATIVES = [
     return one_hot.T @ grad.reshape(-1, E)""",
            why="dW = one_hot(ids)^T g"),
     Mutant(id="layer-norm-mean-var", exercise="a07-layer-norm",
-           find="""    D = int(np.prod(shape))
-    if D == 1:  # one element per sample: it is its own mean, so the normalized value is 0
-        y = x - x
-    else:
-        y = batch_norm(x.reshape(1, x.size // D, D), None, None, training=True, eps=eps).reshape(x.shape)""",
+           find=_LAYER_NORM_CORE,
            replace="""    axes = tuple(range(x.ndim - k, x.ndim))
     centered = x - x.mean(axis=axes, keepdims=True)
     y = centered / ((centered * centered).mean(axis=axes, keepdims=True) + eps) ** 0.5""",

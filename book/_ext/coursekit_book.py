@@ -176,9 +176,36 @@ def _write_notebooks(app, exception) -> None:
         notebook.write(chapter_notebook(ROOT / f"{doc}.md"), out / f"{Path(doc).name}.ipynb")
 
 
+# A chapter's second page (listed under the chapter's `sections` in _toc.yml, as book/05b_optimizers)
+# is numbered as a section of its chapter: 5.12, right after 5.11 References of the first page. It
+# is a page of its own, so it gets a number of its own, the chapter's number and a letter: 5b, and
+# its sections 5b.1, 5b.2, ...
+SECOND_PAGE = re.compile(r"book/(\d\d)b_")
+
+
+def _number_second_pages(app, env):
+    for doc, numbers in env.toc_secnumbers.items():
+        match = SECOND_PAGE.match(doc)
+        if not match or "" not in numbers:
+            continue
+        old = numbers[""]  # the page's own number, (5, 12)
+        new = (f"{int(match.group(1))}b",)
+
+        def renumber(number, old=old, new=new):
+            return new + tuple(number[len(old):]) if tuple(number[:len(old)]) == tuple(old) else number
+
+        env.toc_secnumbers[doc] = {anchor: renumber(n) for anchor, n in numbers.items()}
+        for toc in env.tocs.values():  # the numbers the navigation shows: only this page's start so
+            for node in toc.findall(nodes.reference):
+                if "secnumber" in node:
+                    node["secnumber"] = renumber(node["secnumber"])
+    return []
+
+
 def setup(app):
     # ```{assignment-exercises} a02_broadcasting```: the assignment's exercises, read from its notebook
     app.add_directive("assignment-exercises", _directive())
+    app.connect("env-get-updated", _number_second_pages, priority=900)  # after Sphinx numbers the sections
     app.connect("config-inited", _reference_kit)
     app.connect("doctree-resolved", _link)
     app.connect("build-finished", _write_notebooks)

@@ -130,9 +130,10 @@ def _mha_mask(attn_mask: Any, key_padding_mask: Any, is_causal: bool, N: int, H:
               dtype: np.dtype) -> np.ndarray | None:
     """MultiheadAttention's masks, in *its* convention (bool True = NOT allowed, float = added),
     merged into one additive (N, H, L, S)-broadcastable mask for the ops (which take no sides)."""
+    op = "MultiheadAttention"
     masks = []
     if attn_mask is not None:
-        m = np.asarray(attn_mask.data if isinstance(attn_mask, Tensor) else attn_mask)
+        m = ops.attention.mask_array(attn_mask, op)
         if m.shape == (L, S):
             pass
         elif m.shape == (N * H, L, S):
@@ -140,14 +141,14 @@ def _mha_mask(attn_mask: Any, key_padding_mask: Any, is_causal: bool, N: int, H:
         else:
             raise ValueError(f"MultiheadAttention: attn_mask must have shape (L, S) = {(L, S)} or "
                              f"(N * num_heads, L, S) = {(N * H, L, S)}, got {m.shape}")
-        masks.append(ops.attention.additive_mask(~m if m.dtype == np.bool_ else m, dtype))
+        masks.append(ops.attention.additive_mask(~m if m.dtype == np.bool_ else m, dtype, op))
     elif is_causal:
         masks.append(ops.attention.additive_mask(ops.causal_mask(L, S), dtype))
     if key_padding_mask is not None:
-        k = np.asarray(key_padding_mask.data if isinstance(key_padding_mask, Tensor) else key_padding_mask)
+        k = ops.attention.mask_array(key_padding_mask, op)
         if k.shape != (N, S):
             raise ValueError(f"MultiheadAttention: key_padding_mask must have shape (N, S) = {(N, S)}, got {k.shape}")
-        k = ops.attention.additive_mask(~k if k.dtype == np.bool_ else k, dtype)
+        k = ops.attention.additive_mask(~k if k.dtype == np.bool_ else k, dtype, op)
         masks.append(k.reshape(N, 1, 1, S))
     if not masks:
         return None
@@ -166,6 +167,8 @@ class MultiheadAttention(Module):
     over heads, (N, H, L, S) with `average_attn_weights=False`, None with `need_weights=False`.
     Masks in PyTorch's convention *for this layer*: a bool `attn_mask` or `key_padding_mask` is
     True where attention is NOT allowed (the opposite of `scaled_dot_product_attention`).
+    Masks are constants: one that requires grad is refused (a TypeError). In training mode with
+    `dropout`, the weights returned are the ones applied, after dropout (PyTorch's).
     `is_causal=True` alone builds the causal mask (PyTorch requires the mask as well). A query
     whose every key is masked gets zero weights and the output projection's bias, with or
     without `need_weights` (PyTorch 2.13 gives that without weights but nan with them).
@@ -215,7 +218,7 @@ class MultiheadAttention(Module):
         if unbatched:
             query, key, value = (t.unsqueeze(0) for t in (query, key, value))
             if key_padding_mask is not None:
-                key_padding_mask = np.asarray(key_padding_mask)[None]
+                key_padding_mask = ops.attention.mask_array(key_padding_mask, "MultiheadAttention")[None]
         elif not self.batch_first:
             query, key, value = (t.swapaxes(0, 1) for t in (query, key, value))
         if key.shape != value.shape or key.shape[0] != query.shape[0]:
@@ -232,8 +235,9 @@ class MultiheadAttention(Module):
         weights = None
         if need_weights:  # the weights are wanted: compute P explicitly, as PyTorch does then
             weights = ops.attention_weights(q, k, mask, 1.0 / math.sqrt(self.head_dim))
-            p = F.dropout(weights, p_drop, True, self.drop_rng) if p_drop else weights
-            heads = p @ v
+            if p_drop:  # PyTorch returns the weights it applied: after dropout
+                weights = F.dropout(weights, p_drop, True, self.drop_rng)
+            heads = weights @ v
         else:
             heads = ops.scaled_dot_product_attention(q, k, v, mask, p_drop, rng=self.drop_rng)
         out = token_linear(ops.merge_heads(heads), self.out_proj.weight, self.out_proj.bias)  # (N, L, E)

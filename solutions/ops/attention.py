@@ -27,8 +27,8 @@ D = E / H the width of one head, V the vocabulary (rows of an embedding table).
   the inverse reshapes and transposes.
 
 The teaching forms are here; the reference engine runs two faster kernels from `_fast.py`
-chosen by `kernels.py` (the embedding's scatter-add as a one-hot matrix product when the
-vocabulary is small, and attention as one node that keeps P from the forward pass).
+chosen by `kernels.py`, beneath the ops: the embedding's scatter-add without `np.add.at`'s loop,
+and attention's first derivatives on arrays, from the P its forward pass kept.
 """
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from ..graph import Function, Tensor, as_tensor
+from ..graph import Function, Tensor, as_tensor, is_grad_enabled
 from . import kernels
 from .linalg import matmul
 from .shape import reshape, transpose, unbroadcast
@@ -137,16 +137,30 @@ def causal_mask(L: int, S: int | None = None) -> np.ndarray:
     return np.tril(np.ones((L, S), dtype=bool))
 
 
-def additive_mask(mask: Any, dtype: Any) -> np.ndarray:
+def mask_array(mask: Any, op: str) -> np.ndarray:
+    """A mask's values as an array. A mask is a constant: a Tensor that requires grad is refused,
+    because its gradient would be dropped and a learned bias passed as a mask would never train."""
+    if isinstance(mask, Tensor):
+        if mask.requires_grad:
+            raise TypeError(f"{op}: the mask (shape {mask.shape}) is a Tensor that requires grad, but masks are "
+                            "constants here: it would get no gradient and never train. To learn a bias, add it "
+                            "to the scores yourself, masked_softmax(scores + bias), which the engine "
+                            "differentiates; to use its values as a mask, pass mask.detach()")
+        return np.asarray(mask.data)
+    return np.asarray(mask)
+
+
+def additive_mask(mask: Any, dtype: Any, op: str = "attention mask") -> np.ndarray:
     """A mask as the array that is *added* to the scores: a bool mask (True = attend) becomes
-    0 / -inf; a float mask is used as it is (its -inf entries mask, other values bias)."""
-    m = np.asarray(mask.data if isinstance(mask, Tensor) else mask)
+    0 / -inf; a float mask is used as it is (its -inf entries mask, other values bias).
+    `op` names the caller in the errors (a mask that requires grad, a mask of another dtype)."""
+    m = mask_array(mask, op)
     if m.dtype == np.bool_:
         out = np.zeros(m.shape, dtype=dtype)
         out[~m] = -np.inf
         return out
     if not np.issubdtype(m.dtype, np.floating):
-        raise TypeError(f"attention mask: expected a bool mask (True = attend) or a float mask to add, "
+        raise TypeError(f"{op}: expected a bool mask (True = attend) or a float mask to add, "
                         f"got dtype {m.dtype} (shape {m.shape})")
     return m.astype(dtype, copy=False)
 
@@ -197,7 +211,8 @@ def masked_softmax(x: Any, mask: Any = None) -> Tensor:
     x = as_tensor(x)
     if x.ndim == 0:
         raise ValueError("masked_softmax: needs at least one dimension, got a 0-d tensor")
-    m = None if mask is None else _broadcast_mask(additive_mask(mask, x.dtype), x.shape, "masked_softmax")
+    m = None if mask is None else _broadcast_mask(additive_mask(mask, x.dtype, "masked_softmax"), x.shape,
+                                                  "masked_softmax")
     return MaskedSoftmax.apply(x, mask=m)
 
 
@@ -220,9 +235,12 @@ class ScaledDotProductAttention(Function):
     $dV = P^T G$, $dP = G V^T$, $dS = P \odot (dP - \operatorname{rowsum}(dP \odot P))$
     (the softmax VJP, row by row), $dQ = s\, dS\, K$, $dK = s\, dS^T Q$.
 
-    Written with engine ops and P recomputed from the inputs, so the gradient is itself a graph
-    and differentiates again. Batch axes broadcast (one K, V shared by every head, say): each
-    gradient is summed back to its input's shape.
+    `attention_backward` writes it with engine ops and P recomputed from the inputs, so the
+    gradient is itself a graph and differentiates again. Batch axes broadcast (one K, V shared by
+    every head, say): each gradient is summed back to its input's shape. Where the engine has an
+    array kernel for the first derivatives (`kernels.attention_backward_array`: the reference
+    engine's, None in the course kit), a backward that records no graph runs it on the P kept
+    from the forward pass instead, as conv2d runs its kernels.
     """
 
     def __init__(self, mask: np.ndarray | None, scale: float):
@@ -230,10 +248,14 @@ class ScaledDotProductAttention(Function):
 
     def forward(self, q, k, v):
         p = masked_softmax_array((q @ np.swapaxes(k, -1, -2)) * self.scale, self.mask)
+        self.p = p  # (..., L, S), for an array kernel's backward
         return p @ v
 
     def backward(self, grad):
         q, k, v = self.inputs
+        kernel = kernels.attention_backward_array
+        if kernel is not None and not is_grad_enabled():
+            return kernel(grad, q, k, v, self.p, self.scale, self.needs_input_grad)
         p = attention_weights(q, k, self.mask, self.scale)
         return attention_backward(grad, q, k, v, p, self.scale, self.needs_input_grad)
 
@@ -321,12 +343,9 @@ def scaled_dot_product_attention(
     if is_causal:
         mask = additive_mask(causal_mask(L, S), query.dtype)
     elif attn_mask is not None:
-        mask = _broadcast_mask(additive_mask(attn_mask, query.dtype), scores_shape, op)
+        mask = _broadcast_mask(additive_mask(attn_mask, query.dtype, op), scores_shape, op)
     if dropout_p > 0.0:
         return dropout_attention(query, key, value, mask, scale, dropout_p, rng)
-    fused = kernels.scaled_dot_product_attention_fused  # the reference engine's faster node, or None
-    if fused is not None:
-        return fused(query, key, value, mask, scale)
     return ScaledDotProductAttention.apply(query, key, value, mask=mask, scale=scale)
 
 

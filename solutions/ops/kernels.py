@@ -69,9 +69,10 @@ channel_major: Callable[[Any], Any] = _as_is      # dz laid out once for both of
 # And one op the fast set fuses: BatchNorm in training mode as one node (`_fast.batch_norm_train`),
 # None with the teaching kernels, where the layer calls a05's composite `nn.functional.batch_norm`.
 batch_norm_train: Callable[..., Any] | None = None
-# Likewise attention as one node that keeps its weights for the backward pass (`_fast`), None with
-# the teaching kernels, where `ops.attention.ScaledDotProductAttention` recomputes them.
-scaled_dot_product_attention_fused: Callable[..., Any] | None = None
+# Likewise attention's first derivatives on arrays, from the weights its forward pass kept
+# (`_fast.attention_backward_array`), None with the teaching kernels, where
+# `ops.attention.ScaledDotProductAttention` runs `attention_backward` (a07's) on recomputed weights.
+attention_backward_array: Callable[..., Any] | None = None
 
 
 def _fast_module():
@@ -98,7 +99,7 @@ def use_fast(on: bool = True) -> None:
     """Bind every kernel name to the fast kernels (on) or to the teaching ones (off)."""
     chosen: dict[str, Any] = {name: getattr(importlib.import_module(f".{home}", __package__), name)
                               for name, home in TEACHING.items()}
-    chosen.update(recycle=_keep, channel_major=_as_is, batch_norm_train=None, scaled_dot_product_attention_fused=None)
+    chosen.update(recycle=_keep, channel_major=_as_is, batch_norm_train=None, attention_backward_array=None)
     if on:
         fast = _fast_module()
         if fast is None:
@@ -106,7 +107,7 @@ def use_fast(on: bool = True) -> None:
                                "it runs the teaching kernels only")
         chosen.update({name: getattr(fast, name) for name in FAST}, recycle=fast.recycle,
                       channel_major=fast.channel_major, batch_norm_train=fast.batch_norm_train,
-                      scaled_dot_product_attention_fused=fast.scaled_dot_product_attention_fused)
+                      attention_backward_array=fast.attention_backward_array)
     globals().update(chosen)
 
 
