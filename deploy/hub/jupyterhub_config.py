@@ -86,3 +86,8 @@ c.JupyterHub.load_roles = [{"name": "idle-culler", "services": ["idle-culler"],
 ACTIVITY_INTERVAL = int(os.environ.get("AUTOGRAD_ACTIVITY_INTERVAL", "300"))
 c.JupyterHub.last_activity_interval = ACTIVITY_INTERVAL
 c.Spawner.environment["JUPYTERHUB_ACTIVITY_INTERVAL"] = str(ACTIVITY_INTERVAL)
+# At most this many servers start at once; a student past it is answered 429 and their page retries.
+# Measured (deploy/README.md): a spawn costs about SPAWN_CPU CPU-seconds here, so K spawns at once on
+# 2 cores take about K x SPAWN_CPU / 2 s each; 10 keeps an admitted spawn well inside
+# Spawner.start_timeout (120 s) with half the machine left to the students already working.
+c.JupyterHub.concurrent_spawn_limit = int(os.environ.get("AUTOGRAD_SPAWN_LIMIT", "10"))
