@@ -314,14 +314,9 @@ def record_as_nbgrader(course: Course, assignment: str, student: str, autograded
     from nbgrader.preprocessors import AssignLatePenalties, SaveAutoGrades
 
     from autograder.course import notebook
+    from autograder.grading.record import submission_rows
     with course.gradebook() as gb:
-        gb.update_or_create_student(student)
-        gb.update_or_create_submission(assignment, student, **({"timestamp": stamp} if stamp else {}))
-        handed_in = {p.stem for p in autograded.glob("*.ipynb")}
-        for entry in gb.find_assignment(assignment).notebooks:
-            if entry.name not in handed_in:
-                for grade in gb.find_submission_notebook(entry.name, assignment, student).grades:
-                    grade.auto_score, grade.needs_manual_grade = 0, False
+        submission_rows(gb, assignment, student, autograded, stamp)  # nbgrader's methods commit each write
         gb.db.commit()
     for path in sorted(autograded.glob("*.ipynb")):
         nb = notebook.read(path)

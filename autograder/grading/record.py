@@ -158,15 +158,20 @@ def write_grades(gb: Gradebook, course: Course, assignment: str, student: str, a
     student, the submission (with its timestamp), 0 for a notebook not handed in (as nbgrader's
     autograde gives), then each notebook's grades, comments and late penalty (nbgrader's rules)."""
     with one_transaction(gb):
-        gb.update_or_create_student(student)
-        gb.update_or_create_submission(assignment, student, **({"timestamp": stamp} if stamp else {}))
-        handed_in = {p.stem for p in autograded.glob("*.ipynb")}
-        for entry in gb.find_assignment(assignment).notebooks:
-            if entry.name not in handed_in:
-                for grade in gb.find_submission_notebook(entry.name, assignment, student).grades:
-                    grade.auto_score, grade.needs_manual_grade = 0, False
+        submission_rows(gb, assignment, student, autograded, stamp)
         for path in sorted(autograded.glob("*.ipynb")):
             record_grades(path, assignment, student, gb, config)
+
+
+def submission_rows(gb: Gradebook, assignment: str, student: str, autograded: Path, stamp: datetime | None) -> None:
+    """The student and their submission (its timestamp), and 0 for every notebook they did not hand in."""
+    gb.update_or_create_student(student)
+    gb.update_or_create_submission(assignment, student, **({"timestamp": stamp} if stamp else {}))
+    handed_in = {p.stem for p in autograded.glob("*.ipynb")}
+    for entry in gb.find_assignment(assignment).notebooks:
+        if entry.name not in handed_in:
+            for grade in gb.find_submission_notebook(entry.name, assignment, student).grades:
+                grade.auto_score, grade.needs_manual_grade = 0, False
 
 
 def _record(course: Course, assignment: str, done: Finished, ledger: Ledger, result: dict) -> Outcome:
