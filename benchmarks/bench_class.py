@@ -276,8 +276,11 @@ class Student:
     def __init__(self, site: Site, user: str, record: Record):
         import aiohttp
         self.site, self.user, self.record = site, user, record
-        self.http = aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True),  # cookies of 127.0.0.1
-                                          timeout=aiohttp.ClientTimeout(total=REQUEST_TIMEOUT))
+        # cookies of 127.0.0.1; the session has no overall timeout (it would close a kernel's websocket
+        # REQUEST_TIMEOUT after it opened): each request has its own
+        self.http = aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True),
+                                          timeout=aiohttp.ClientTimeout(total=None, sock_connect=30))
+        self.timeout = aiohttp.ClientTimeout(total=REQUEST_TIMEOUT)
         self.kernel_id: str | None = None
         self.ws = None
         self.session_id = uuid.uuid4().hex
@@ -300,7 +303,8 @@ class Student:
                    **kwargs.pop("headers", {})}
         if method == "POST" and "data" not in kwargs and "json" not in kwargs:
             kwargs["json"] = {}  # as the page sends: the hub refuses a POST of application/octet-stream
-        async with self.http.request(method, f"{self.site.base}{path}", headers=headers, **kwargs) as reply:
+        async with self.http.request(method, f"{self.site.base}{path}", headers=headers, timeout=self.timeout,
+                                     **kwargs) as reply:
             text = await reply.text()
             if reply.status not in expect:
                 raise StepError(f"{method} {path.split('?')[0]}: {reply.status} {text[:200]}")
@@ -326,6 +330,7 @@ class Student:
         deadline = time.monotonic() + SPAWN_TIMEOUT
         while True:
             async with self.http.post(f"{self.site.base}/hub/api/users/{self.user}/server", json={},
+                                      timeout=self.timeout,
                                       headers={"X-XSRFToken": self.xsrf("/hub/"),
                                                "Referer": f"{self.site.base}/hub/"}) as reply:
                 if reply.status in (201, 202, 400):  # 400: already running or pending
@@ -335,7 +340,9 @@ class Student:
                 await asyncio.sleep(float(reply.headers.get("Retry-After", "2")) + random.random())
         while time.monotonic() < deadline:
             model = await self.request("GET", f"/hub/api/users/{self.user}")
-            server = (model.get("servers") or {}).get("", {})
+            server = (model.get("servers") or {}).get("")
+            if server is None:  # the hub gave up on it (its start timeout, or the server died starting)
+                raise StepError("the hub reported the spawn failed (the server is gone; see the hub's log)")
             if server.get("ready"):
                 break
             await asyncio.sleep(0.5)
@@ -771,6 +778,7 @@ def main() -> int:
     parser.add_argument("--spawn-limit", type=int,
                         help="the hub's concurrent spawn limit (default: the configuration's)")
     parser.add_argument("--json", type=Path, help="write every result here")
+    parser.add_argument("--logs", type=Path, help="keep each run's hub log in this folder")
     args = parser.parse_args()
     if os.geteuid() != 0:
         sys.exit("bench_class: run as root (it creates system users; the hub starts each server as its user)")
@@ -789,7 +797,12 @@ def main() -> int:
         with tempfile.TemporaryDirectory(prefix="bench-class-") as tmp:
             root = Path(tmp)
             root.chmod(0o755)  # every user's server reads the configuration under it
-            result = run_class(n, minutes, root, spawn_limit=args.spawn_limit)
+            try:
+                result = run_class(n, minutes, root, spawn_limit=args.spawn_limit)
+            finally:
+                if args.logs and (root / "hub.log").exists():
+                    args.logs.mkdir(parents=True, exist_ok=True)
+                    shutil.copy(root / "hub.log", args.logs / f"hub-{n}.log")
         results.append(result)
         print(table([result]), flush=True)
         for error in result["errors"][:20]:
