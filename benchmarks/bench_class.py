@@ -283,12 +283,16 @@ class Student:
         self.timeout = aiohttp.ClientTimeout(total=REQUEST_TIMEOUT)
         self.kernel_id: str | None = None
         self.ws = None
+        self.inbox: asyncio.Queue = asyncio.Queue()
+        self.reader: asyncio.Future | None = None
         self.session_id = uuid.uuid4().hex
         self.submitted: list[str] = []  # the token of each submission the hub answered 2xx
 
     async def close(self) -> None:
         if self.ws is not None:
             await self.ws.close()
+        if self.reader is not None:
+            self.reader.cancel()
         await self.http.close()
 
     def xsrf(self, path: str) -> str:
@@ -375,7 +379,20 @@ class Student:
                f"?session_id={self.session_id}")
         self.ws = await self.http.ws_connect(url, headers={"X-XSRFToken": self.xsrf(f"/user/{self.user}/")},
                                              timeout=aiohttp.ClientWSTimeout(ws_close=10), max_msg_size=0)
+        self.inbox = asyncio.Queue()
+        self.reader = asyncio.ensure_future(self._read())
         await self.execute("1", timeout=REQUEST_TIMEOUT)  # the kernel is up once it runs something
+
+    async def _read(self) -> None:
+        """Read the websocket all the time, as a browser does: aiohttp answers the server's pings only while
+        something reads, and Jupyter's server closes a socket whose pings go unanswered (seen at N = 10)."""
+        import aiohttp
+        assert self.ws is not None
+        while True:
+            message = await self.ws.receive()
+            await self.inbox.put(message)
+            if message.type != aiohttp.WSMsgType.TEXT:
+                return
 
     async def execute(self, code: str, timeout: float = REQUEST_TIMEOUT) -> None:
         """Run one cell: an execute_request on the shell channel; done at its reply and the idle status."""
@@ -394,7 +411,10 @@ class Student:
             left = deadline - time.monotonic()
             if left <= 0:
                 raise StepError(f"a cell ran over {timeout:.0f} s")
-            message = await self.ws.receive(timeout=left)
+            try:
+                message = await asyncio.wait_for(self.inbox.get(), timeout=left)
+            except asyncio.TimeoutError:
+                raise StepError(f"a cell ran over {timeout:.0f} s") from None
             if message.type != aiohttp.WSMsgType.TEXT:
                 raise StepError(f"the kernel's websocket closed ({message.type.name})")
             data = json.loads(message.data)
