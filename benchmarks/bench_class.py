@@ -82,14 +82,16 @@ STEPS = ("login", "spawn", "fetch", "kernel", "cell", "save", "submit")
 # -- the site: the hub of deploy/hub.py, with users of this run's own ------------------------------
 
 def free_port() -> int:
-    """A port whose neighbours (+1 the proxy's API, +81 the hub's) are free too."""
+    """A port the kernel hands out as free, whose neighbours (+1 the proxy's API, +81 the hub's) are free too."""
+    def free(port: int) -> bool:
+        with socket.socket() as s:
+            return port < 65536 and s.connect_ex(("127.0.0.1", port)) != 0
+
     for _ in range(50):
-        port = 20000 + secrets.randbelow(20000)
-        taken = False
-        for p in (port, port + 1, port + 81):
-            with socket.socket() as s:
-                taken = taken or s.connect_ex(("127.0.0.1", p)) == 0
-        if not taken:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if free(port + 1) and free(port + 81):
             return port
     raise RuntimeError("no free port on 127.0.0.1")
 

@@ -87,7 +87,7 @@ ACTIVITY_INTERVAL = int(os.environ.get("AUTOGRAD_ACTIVITY_INTERVAL", "300"))
 c.JupyterHub.last_activity_interval = ACTIVITY_INTERVAL
 c.Spawner.environment["JUPYTERHUB_ACTIVITY_INTERVAL"] = str(ACTIVITY_INTERVAL)
 # At most this many servers start at once; a student past it is answered 429 and their page retries.
-# Measured (deploy/README.md): a spawn costs about SPAWN_CPU CPU-seconds here, so K spawns at once on
-# 2 cores take about K x SPAWN_CPU / 2 s each; 10 keeps an admitted spawn well inside
-# Spawner.start_timeout (120 s) with half the machine left to the students already working.
+# Measured (deploy/README.md): an arrival costs about 6 CPU-seconds here, and ten at once took 36 s at
+# p95 on 2 cores: well inside Spawner.start_timeout (120 s), with the students already working left
+# their share of the machine. Raise it in proportion to the cores.
 c.JupyterHub.concurrent_spawn_limit = int(os.environ.get("AUTOGRAD_SPAWN_LIMIT", "10"))
