@@ -48,6 +48,7 @@ import asyncio
 import contextlib
 import json
 import os
+import pwd
 import random
 import secrets
 import shutil
@@ -140,7 +141,6 @@ class Site:
         finally:
             for user in [self.instructor, *self.students]:
                 with contextlib.suppress(KeyError):
-                    import pwd
                     self.uids[user] = pwd.getpwnam(user).pw_uid
         self.passwords = dict(line.strip().split(": ") for line in out.splitlines() if line.startswith("  "))
 
@@ -236,8 +236,6 @@ def remove_owned_by(uids: set[int], roots: list[Path]) -> list[str]:
 
     Only uids that no user holds any more: another user made meanwhile (by another test) may have been
     given one of them, and their files are theirs."""
-    import pwd
-
     def unassigned(uid: int) -> bool:
         try:
             pwd.getpwuid(uid)
