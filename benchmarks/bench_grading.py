@@ -41,9 +41,13 @@ the wall time and this thread's CPU time, min and median. ``--db URL`` times a P
 
     python benchmarks/bench_grading.py --assignment a02_broadcasting --recording -n 20 --rounds 3
 
-Measured 2026-11-27 (a02, n = 10, 2 rounds, a shared 2-core machine at load average 8-10), median per
-student: SQLite 1885 ms wall and 279 ms CPU nbgrader's way, 352 ms and 40 ms in one transaction (min
-146 ms wall); PostgreSQL 15 (fsync on) 2237 ms and 445 ms, 305 ms and 87 ms. The load multiplies the
+Measured 2026-11-27 (a02, n = 10, 2 rounds, a 2-core machine shared with other engineers' runs), median
+wall / median CPU per student, nbgrader's way -> one transaction:
+  SQLite at load 4.5:                1024 / 344 ms -> 130 / 62 ms (min 69 ms wall)
+  SQLite at load 9-10:               1885 / 279 ms -> 352 / 40 ms
+  PostgreSQL 15, fsync on, load 5:   1555 / 436 ms -> 287 / 87 ms
+  PostgreSQL 15, fsync on, load 8:   2237 / 445 ms -> 305 / 87 ms
+The load multiplies the
 wall times (two cores shared by ten runnable processes); the CPU times are what an idle client pays.
 
 A course folder without ``nbgrader_config.py`` (the toy fixture) borrows the course's
