@@ -47,8 +47,8 @@ wall / median CPU per student, nbgrader's way -> one transaction:
   SQLite at load 9-10:               1885 / 279 ms -> 352 / 40 ms
   PostgreSQL 15, fsync on, load 5:   1555 / 436 ms -> 287 / 87 ms
   PostgreSQL 15, fsync on, load 8:   2237 / 445 ms -> 305 / 87 ms
-The load multiplies the
-wall times (two cores shared by ten runnable processes); the CPU times are what an idle client pays.
+The load multiplies the wall times (two cores shared by 5-10 runnable processes); the CPU times are what
+an idle client pays.
 
 A course folder without ``nbgrader_config.py`` (the toy fixture) borrows the course's
 ``assignments/nbgrader_config.py``; the toy fixture's hidden checks are found through
