@@ -217,11 +217,13 @@ class Site:
         return remove_owned_by(set(self.uids.values()), [self.root, REPO, Path("/tmp"), Path("/var/tmp"),
                                                            Path("/dev/shm")])
 
-    def instructor_command(self, *args: str, timeout: float = 3600) -> subprocess.CompletedProcess:
+    def instructor_argv(self, *args: str) -> list[str]:
         """The instructor's command on their course, as `deploy/README.md` says to type it (today: as root,
-        from the repository's environment). The one place the harness runs an instructor command."""
-        return subprocess.run([sys.executable, "-m", "autograder", "--course", str(self.course), *args],
-                              capture_output=True, text=True, cwd=REPO, timeout=timeout)
+        from the repository's environment). The one place that says how an instructor command runs."""
+        return [sys.executable, "-m", "autograder", "--course", str(self.course), *args]
+
+    def instructor_command(self, *args: str, timeout: float = 3600) -> subprocess.CompletedProcess:
+        return subprocess.run(self.instructor_argv(*args), capture_output=True, text=True, cwd=REPO, timeout=timeout)
 
     @property
     def course(self) -> Path:
@@ -572,10 +574,9 @@ class Instructor:
             if done.returncode != 0:
                 self.errors.append(f"collect: {done.stderr[-500:]}")
             if self.grade is None or self.grade.poll() is not None:
-                self.grade = subprocess.Popen(  # the same command, in the background: it takes longer
-                    [sys.executable, "-m", "autograder", "--course", str(self.site.course), "grade", ASSIGNMENT,
-                     "--jobs", "1"], cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                    start_new_session=True)
+                self.grade = subprocess.Popen(  # in the background: it takes longer than a collect
+                    self.site.instructor_argv("grade", ASSIGNMENT, "--jobs", "1"), cwd=REPO,
+                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
             self.stopping.wait(max(0.0, self.every - (time.monotonic() - began)))
 
     def stop(self) -> None:
