@@ -84,6 +84,15 @@ bench: install
 	$(PY) -m solutions.training --model cnn --no-progress --out /tmp/bench-train-digits > /tmp/bench-train-digits.log
 	@grep -E "^CNN|wall time" /tmp/bench-train-digits.log
 
+# A class at once on the hub of deploy/hub.py (issue 33): N students stepped through the lecture, the lab
+# and the deadline at their full windows (2, 10, 2 minutes), stopping at the first N that fails the bar
+# (an error, a submission lost or doubled, p95 submit >= 5 s). As root, loopback only; it makes and removes
+# its own system users and builds the hub's environment under /opt/autograd-hub-h33 the first time. About
+# 20 minutes per N: never part of `make test` (tests/test_class_load.py is its one-minute version).
+.PHONY: bench-class
+bench-class: install
+	$(PY) benchmarks/bench_class.py --sweep 10,20,40,60 --json _build/bench-class.json
+
 # Regenerate the committed PyTorch golden fixtures. Torch lives in its own venv so that
 # nothing in the course ever depends on it (torch==2.13.0 is the CPU wheel on local disk).
 golden:

@@ -31,6 +31,25 @@ task, and the client's recording time per student (the gradebook writes, serial 
 
     python benchmarks/bench_grading.py --assignment a02_broadcasting --dask -n 100 --rounds 2
 
+``--recording``: the serial part alone, the gradebook writes of each student (what the one client
+does per student whatever the number of workers), on the autograded notebooks of n copies graded
+once beforehand: nbgrader's own way (:func:`record_as_nbgrader`: its SaveAutoGrades and
+AssignLatePenalties, a Gradebook of their own each, a commit per cell: the path before issue 33)
+against one transaction a student (:func:`autograder.grading.record.write_grades`), each path a block
+of all n students on a fresh gradebook, ``--rounds`` blocks each in alternating order; per student
+the wall time and this thread's CPU time, min and median. ``--db URL`` times a PostgreSQL gradebook.
+
+    python benchmarks/bench_grading.py --assignment a02_broadcasting --recording -n 20 --rounds 3
+
+Measured 2026-11-27 (a02, n = 10, 2 rounds, a 2-core machine shared with other engineers' runs), median
+wall / median CPU per student, nbgrader's way -> one transaction:
+  SQLite at load 4.5:                1024 / 344 ms -> 130 / 62 ms (min 69 ms wall)
+  SQLite at load 9-10:               1885 / 279 ms -> 352 / 40 ms
+  PostgreSQL 15, fsync on, load 5:   1555 / 436 ms -> 287 / 87 ms
+  PostgreSQL 15, fsync on, load 8:   2237 / 445 ms -> 305 / 87 ms
+The load multiplies the wall times (two cores shared by 5-10 runnable processes); the CPU times are what
+an idle client pays.
+
 A course folder without ``nbgrader_config.py`` (the toy fixture) borrows the course's
 ``assignments/nbgrader_config.py``; the toy fixture's hidden checks are found through
 ``--exercises`` (default: the ``exercises/`` folder next to the course's ``source/``, if any).
@@ -96,6 +115,10 @@ def main() -> None:
                              "(default: %(default)s)")
     parser.add_argument("--capstone-seconds", type=float, default=10.0,
                         help="model: seconds per capstone task (not measured here; default: %(default)s)")
+    parser.add_argument("--recording", action="store_true",
+                        help="time the gradebook writes per student: nbgrader's commits per cell against one "
+                             "transaction")
+    parser.add_argument("--db", help="with --recording: the gradebook's SQLAlchemy URL (default: SQLite in the course)")
     parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)  # one JSON line: for --baseline
     args = parser.parse_args()
 
@@ -108,6 +131,9 @@ def main() -> None:
     if Path(exercises).is_dir():
         os.environ["AUTOGRADER_EXERCISES"] = str(Path(exercises).resolve())
     job_counts = [int(j) for j in args.jobs.split(",")]
+    if args.recording:
+        compare_recording(source_course, assignment, args.n, args.rounds, args.db)
+        return
     if args.dask:
         compare_dask(source_course, assignment, args.n, args.capstone_seconds, args.rounds)
         return
@@ -289,6 +315,104 @@ def cluster_model(task: float, capstone: float, record: float, task_bytes: float
     for name, t in (("a02-like", task), ("capstone", capstone)):
         print(f"the client becomes the bottleneck for {name} tasks from {t / record:.0f} workers on "
               f"({t:.2f} s per task / {record * 1e3:.0f} ms recording per student)")
+
+
+def record_as_nbgrader(course: Course, assignment: str, student: str, autograded: Path, stamp, config) -> None:
+    """A student's gradebook rows as ``grade`` wrote them before issue 33, nbgrader's own way: the
+    student and the submission, then nbgrader's SaveAutoGrades and AssignLatePenalties on each
+    notebook, each opening a Gradebook of its own and committing after every cell. The reference
+    that the one-transaction path must match row for row (tests/test_autograder_record.py)."""
+    from nbgrader.preprocessors import AssignLatePenalties, SaveAutoGrades
+
+    from autograder.course import notebook
+    from autograder.grading.record import submission_rows
+    with course.gradebook() as gb:
+        submission_rows(gb, assignment, student, autograded, stamp)  # nbgrader's methods commit each write
+        gb.db.commit()
+    for path in sorted(autograded.glob("*.ipynb")):
+        nb = notebook.read(path)
+        resources = {"nbgrader": {"notebook": path.stem, "assignment": assignment, "student": student,
+                                  "db_url": course.db_url}}
+        for preprocessor in (SaveAutoGrades(config=config), AssignLatePenalties(config=config)):
+            nb, resources = preprocessor.preprocess(nb, resources)
+
+
+def fresh_gradebook(course: Course, assignment: str) -> None:
+    """Empty the course's gradebook (any URL) and put the assignment back in, its due date kept."""
+    from nbgrader.api import Base, MissingEntry
+    from sqlalchemy import create_engine, text
+    try:
+        with course.gradebook() as gb:
+            due = gb.find_assignment(assignment).duedate
+    except MissingEntry:
+        due = None
+    engine = create_engine(course.db_url)
+    Base.metadata.drop_all(engine)
+    with engine.begin() as connection:
+        connection.execute(text("DROP TABLE IF EXISTS alembic_version"))
+    engine.dispose()
+    result = course.api().generate_assignment(assignment, force=True, create=True)
+    if not result["success"]:
+        sys.exit(f"generate_assignment failed:\n{result.get('log')}")
+    with course.gradebook() as gb:
+        gb.update_or_create_assignment(assignment, duedate=due)
+
+
+def compare_recording(source_course: Path, assignment: str, n: int, rounds: int, db: str | None) -> None:
+    """Per-student recording time, nbgrader's commits per cell against one transaction (blocks)."""
+    import statistics
+    import warnings
+
+    from sqlalchemy.exc import SAWarning
+
+    from autograder.grading.record import Ledger, _graded_outcome, write_grades
+    print(f"method: {n} autograded copies of {assignment}, graded once beforehand; per path a block recording all "
+          f"{n} into a fresh gradebook ({'SQLite in the course' if db is None else db.split('@')[0] + '@...'}), "
+          f"{rounds} round(s), the paths' order alternating; per student: wall time and the recording thread's CPU "
+          "time (the load of the machine inflates the first, not the second); reported: min and median", flush=True)
+    print(f"{os.cpu_count()} CPUs, load average {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
+    walls: dict[str, list[float]] = {"nbgrader, a commit per cell": [], "one transaction a student": []}
+    cpus: dict[str, list[float]] = {path: [] for path in walls}
+    with tempfile.TemporaryDirectory(prefix="bench-recording-") as tmp:
+        course = scratch_course(source_course, assignment, Path(tmp) / "course", n)
+        if db:
+            course = Course.open(course.root, db)
+            fresh_gradebook(course, assignment)
+        grade(course, assignment, jobs=2, progress=True)
+        students = sorted(p.name for p in course.autograded_dir("*", assignment).parent.parent.iterdir())
+        config = course.config()
+        stamps = {s: course.coursedir().get_existing_timestamp(str(course.submitted_dir(s, assignment)))
+                  for s in students}
+        paths = list(walls)
+        for r in range(rounds):
+            for path in (paths if r % 2 == 0 else paths[::-1]):
+                fresh_gradebook(course, assignment)
+                ledger = Ledger(course, assignment)
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", SAWarning)
+                    for student in students:
+                        autograded = course.autograded_dir(student, assignment)
+                        began, cpu = time.perf_counter(), time.thread_time()
+                        if path.startswith("nbgrader"):
+                            record_as_nbgrader(course, assignment, student, autograded, stamps[student], config)
+                            _graded_outcome(course, assignment, student, "graded")
+                        else:
+                            gb = ledger.gradebook()
+                            write_grades(gb, course, assignment, student, autograded, stamps[student], config)
+                            _graded_outcome(course, assignment, student, "graded", gb)
+                            gb.db.close()
+                        walls[path].append(time.perf_counter() - began)
+                        cpus[path].append(time.thread_time() - cpu)
+                ledger.close()
+                print(f"round {r + 1} {path}: median {statistics.median(walls[path][-n:]) * 1e3:.0f} ms a student; "
+                      f"load average {os.getloadavg()[0]:.1f}", flush=True)
+    print(f"\n{'path':<28}{'wall min':>10}{'median':>10}{'CPU min':>10}{'median':>10}   (ms per student)")
+    for path in paths:
+        print(f"{path:<28}{min(walls[path]) * 1e3:10.0f}{statistics.median(walls[path]) * 1e3:10.0f}"
+              f"{min(cpus[path]) * 1e3:10.0f}{statistics.median(cpus[path]) * 1e3:10.0f}")
+    before, after = (statistics.median(walls[p]) for p in paths)
+    print(f"one transaction / nbgrader: {after / before:.3f}x (median wall); load average "
+          f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}")
 
 
 def baseline(args, assignment: str) -> dict[int, float]:

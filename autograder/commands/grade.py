@@ -155,7 +155,7 @@ def grade(course: Course, assignment: str, students: list[str] | None = None, *,
     students = select_students(course, assignment, students)
     ledger = Ledger(course, assignment)
     outcomes: dict[str, Outcome] = {}
-    with _exclusive(course, assignment), StopRequest() as stop:
+    with _exclusive(course, assignment), StopRequest() as stop, contextlib.closing(ledger):
         with course.gradebook() as gb:
             done = [s for s in students if not force and ledger.is_done(gb, s)]
         for student in done:

@@ -9,7 +9,10 @@ differs:
    Grading here runs no student code in the grader (:mod:`autograder.judge`); the judge writes
    an *autograded* notebook with its verdicts as error outputs, and :func:`record_grades` stores
    it with nbgrader's own SaveAutoGrades and AssignLatePenalties, so every later step (manual
-   grading, export, feedback, late penalties) is nbgrader's.
+   grading, export, feedback, late penalties) is nbgrader's. **One transaction a student**:
+   nbgrader commits after every cell (1-2 s a student, the serial part of a whole class's
+   grading); here its writes go into the caller's one transaction (:func:`one_transaction`) and
+   the cells' rows are read in one query (:class:`NotebookRows`), the rules nbgrader's own.
 2. **Structure from the source, not OverwriteCells.** nbgrader's OverwriteCells crashes on a
    duplicated test cell and misplaces a deleted one; :mod:`autograder.judge.restore` rebuilds the
    submitted notebook on the source notebook before anything is judged.
@@ -29,8 +32,10 @@ differs:
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import nbgrader.api
@@ -38,7 +43,9 @@ from alembic.config import Config as AlembicConfig
 from alembic.script import ScriptDirectory
 from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
 from nbformat.notebooknode import NotebookNode
+from nbgrader.api import Comment, Grade, Gradebook, GradeCell, MissingEntry, SolutionCell
 from nbgrader.preprocessors import AssignLatePenalties, ClearHiddenTests, GetGrades, SaveAutoGrades
+from sqlalchemy.orm import joinedload, scoped_session, sessionmaker
 from traitlets.config import Config
 
 from autograder.course import notebook
@@ -49,12 +56,129 @@ MAX_OUTPUT = 4000  # characters of any one output shown in feedback
 
 
 # 1. -----------------------------------------------------------------------------------------------
-def record_grades(path: Path, assignment: str, student: str, db_url: str, config: Config) -> None:
-    """Store the grades of a judged notebook in the gradebook, as nbgrader's autograde would."""
+@contextlib.contextmanager
+def one_transaction(gb: Gradebook) -> Iterator[Gradebook]:
+    """Every write made through ``gb`` inside the block, in one database transaction.
+
+    nbgrader's Gradebook commits after each write. Its session is swapped for one joined to a
+    transaction of our own (SQLAlchemy's "join a session into an external transaction",
+    ``join_transaction_mode="rollback_only"``): nbgrader's commits then only flush, its rollbacks
+    still undo everything, and the block's end commits once. A crash inside (kill -9 included)
+    leaves the gradebook as it was before the block. Objects stay loaded across nbgrader's
+    commits (``expire_on_commit=False``): what it reads back it wrote itself in this transaction.
+    """
+    outer = gb.db
+    with gb.engine.connect() as connection:
+        transaction = connection.begin()
+        gb.db = scoped_session(sessionmaker(bind=connection, autoflush=True, expire_on_commit=False,
+                                            join_transaction_mode="rollback_only"))
+        try:
+            yield gb
+            gb.db.flush()
+            transaction.commit()
+        except BaseException:
+            if transaction.is_active:
+                transaction.rollback()
+            raise
+        finally:
+            gb.db.remove()
+            gb.db = outer
+
+
+class NotebookRows:
+    """One submitted notebook's grade and comment rows, read in one query each, standing in for the
+    Gradebook that nbgrader's SaveAutoGrades asks cell by cell (``find_grade``, ``find_comment``:
+    a six-table join each). Where a grade cell and a task cell share a name, the grade cell wins,
+    as in nbgrader's lookups; a missing row raises nbgrader's MissingEntry, as its lookups do."""
+
+    class _Flush:
+        """SaveAutoGrades commits after each cell; here its writes wait for the caller's commit."""
+
+        @staticmethod
+        def commit() -> None:
+            pass
+
+    db = _Flush()
+
+    def __init__(self, gb: Gradebook, notebook: str, assignment: str, student: str):
+        submitted = gb.find_submission_notebook(notebook, assignment, student)
+        self.where = f"{assignment}/{notebook} for {student}"
+        self.grades = self._by_name(gb.db.query(Grade).options(joinedload(Grade.cell))
+                                    .filter(Grade.notebook_id == submitted.id), GradeCell)
+        self.comments = self._by_name(gb.db.query(Comment).options(joinedload(Comment.cell))
+                                      .filter(Comment.notebook_id == submitted.id), SolutionCell)
+
+    @staticmethod
+    def _by_name(rows, preferred: type) -> dict:
+        ordered = sorted(rows, key=lambda row: isinstance(row.cell, preferred))  # the preferred kind last: it wins
+        return {row.cell.name: row for row in ordered}
+
+    def find_grade(self, grade_cell: str, notebook: str, assignment: str, student: str) -> Grade:
+        if grade_cell not in self.grades:
+            raise MissingEntry(f"No such grade: {self.where}/{grade_cell}")
+        return self.grades[grade_cell]
+
+    def find_comment(self, solution_cell: str, notebook: str, assignment: str, student: str) -> Comment:
+        if solution_cell not in self.comments:
+            raise MissingEntry(f"No such comment: {self.where}/{solution_cell}")
+        return self.comments[solution_cell]
+
+
+def _ids(preprocessor, resources: dict) -> None:
+    """The notebook, assignment and student ids that nbgrader's preprocessors read from resources."""
+    ids = resources["nbgrader"]
+    preprocessor.notebook_id, preprocessor.assignment_id = ids["notebook"], ids["assignment"]
+    preprocessor.student_id, preprocessor.db_url = ids["student"], ids.get("db_url")
+
+
+class SaveAutoGradesTo(SaveAutoGrades):
+    """nbgrader's SaveAutoGrades (its scoring and "No response." rules, its manual-grade flag),
+    writing to the rows given instead of a Gradebook of its own that commits every cell."""
+
+    def __init__(self, rows: NotebookRows, **kwargs):
+        super().__init__(**kwargs)
+        self.rows = rows
+
+    def preprocess(self, nb: NotebookNode, resources: dict):
+        _ids(self, resources)
+        self.gradebook = self.rows
+        return super(SaveAutoGrades, self).preprocess(nb, resources)  # the cells, without opening a Gradebook
+
+
+class AssignLatePenaltiesTo(AssignLatePenalties):
+    """nbgrader's AssignLatePenalties (its plugin, its bounds on the penalty) on the gradebook given,
+    without a commit: the same steps as its ``preprocess``, which opens a Gradebook of its own."""
+
+    def __init__(self, gb: Gradebook, **kwargs):
+        super().__init__(**kwargs)
+        self.gradebook = gb
+
+    def preprocess(self, nb: NotebookNode, resources: dict):
+        _ids(self, resources)
+        self.init_plugin()
+        submission = self.gradebook.find_submission(self.assignment_id, self.student_id)
+        notebook = self.gradebook.find_submission_notebook(self.notebook_id, self.assignment_id, self.student_id)
+        # the scores and the lateness are SQL expressions over rows written in this transaction
+        self.gradebook.db.flush()
+        self.gradebook.db.expire(submission)
+        self.gradebook.db.expire(notebook)
+        notebook.late_submission_penalty = None
+        if submission.total_seconds_late > 0:
+            penalty = self.plugin_inst.late_submission_penalty(self.student_id, notebook.score,
+                                                               submission.total_seconds_late)
+            if penalty is not None:
+                notebook.late_submission_penalty = self._check_late_penalty(notebook, penalty)
+        return nb, resources
+
+
+def record_grades(path: Path, assignment: str, student: str, gb: Gradebook, config: Config) -> None:
+    """Store the grades of a judged notebook through ``gb``, as nbgrader's autograde would (its
+    SaveAutoGrades, then its AssignLatePenalties). Nothing is committed here: call it inside
+    :func:`one_transaction`, one for the whole student."""
     nb = notebook.read(path)
-    resources = {"nbgrader": {"notebook": path.stem, "assignment": assignment, "student": student,
-                              "db_url": db_url}}
-    for preprocessor in (SaveAutoGrades(config=config), AssignLatePenalties(config=config)):
+    resources = {"nbgrader": {"notebook": path.stem, "assignment": assignment, "student": student}}
+    rows = NotebookRows(gb, path.stem, assignment, student)
+    for preprocessor in (SaveAutoGradesTo(rows, config=config), AssignLatePenaltiesTo(gb, config=config)):
         nb, resources = preprocessor.preprocess(nb, resources)
 
 

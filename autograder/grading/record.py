@@ -2,13 +2,16 @@
 
 This process is the only writer of the real gradebook (any SQLAlchemy URL). For each finished
 worker it runs nbgrader's SaveAutoGrades and AssignLatePenalties on the autograded notebooks (no
-execution), moves the autograded folder into place, then writes the student's "graded" marker
-with the fingerprint of the submitted files, the repairs made to the notebook and the judge's
-verdicts. The marker is written last and removed before a regrade starts, so a crash at any point
-leaves the student "not done" and a rerun grades them again, overwriting the same rows.
+execution), all of the student's rows in one database transaction, moves the autograded folder
+into place, then writes the student's "graded" marker with the fingerprint of the submitted
+files, the repairs made to the notebook and the judge's verdicts. The marker is written last and
+removed before a regrade starts, so a crash at any point leaves the student "not done" and a
+rerun grades them again, overwriting the same rows; a crash before the commit leaves none of
+them written.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -22,7 +25,7 @@ from nbgrader.api import Gradebook, MissingEntry
 from sqlalchemy.exc import SAWarning
 
 from autograder.course import Course
-from autograder.course.nbgrader_glue import record_grades
+from autograder.course.nbgrader_glue import one_transaction, record_grades
 from autograder.grading.workers import Finished
 
 
@@ -58,6 +61,20 @@ class Ledger:
         self.course, self.assignment = course, assignment
         self.graded_dir = course.state_dir / "graded" / assignment
         self.failed_dir = course.state_dir / "failed" / assignment
+        self._gradebook: Gradebook | None = None
+
+    def gradebook(self) -> Gradebook:
+        """The run's gradebook, opened at first use and kept until :meth:`close`: one engine for the
+        whole run, so that SQLAlchemy compiles nbgrader's statements once (its statement cache is
+        per engine: a Gradebook per student compiled them all again, a third of the recording)."""
+        if self._gradebook is None:
+            self._gradebook = self.course.gradebook()
+        return self._gradebook
+
+    def close(self) -> None:
+        if self._gradebook is not None:
+            self._gradebook.close()
+            self._gradebook = None
 
     @staticmethod
     def _write(path: Path, data: dict) -> None:
@@ -135,35 +152,48 @@ def _files(folder: Path) -> set[Path]:
     return {p.relative_to(folder) for p in folder.rglob("*") if p.is_file() and not p.is_symlink()}
 
 
+def write_grades(gb: Gradebook, course: Course, assignment: str, student: str, autograded: Path,
+                 stamp: datetime | None, config) -> None:
+    """The student's rows in the gradebook from their autograded notebooks, in one transaction: the
+    student, the submission (with its timestamp), 0 for a notebook not handed in (as nbgrader's
+    autograde gives), then each notebook's grades, comments and late penalty (nbgrader's rules)."""
+    with one_transaction(gb):
+        submission_rows(gb, assignment, student, autograded, stamp)
+        for path in sorted(autograded.glob("*.ipynb")):
+            record_grades(path, assignment, student, gb, config)
+
+
+def submission_rows(gb: Gradebook, assignment: str, student: str, autograded: Path, stamp: datetime | None) -> None:
+    """The student and their submission (its timestamp), and 0 for every notebook they did not hand in."""
+    gb.update_or_create_student(student)
+    gb.update_or_create_submission(assignment, student, **({"timestamp": stamp} if stamp else {}))
+    handed_in = {p.stem for p in autograded.glob("*.ipynb")}
+    for entry in gb.find_assignment(assignment).notebooks:
+        if entry.name not in handed_in:
+            for grade in gb.find_submission_notebook(entry.name, assignment, student).grades:
+                grade.auto_score, grade.needs_manual_grade = 0, False
+
+
 def _record(course: Course, assignment: str, done: Finished, ledger: Ledger, result: dict) -> Outcome:
     student = done.student
     submitted = course.submitted_dir(student, assignment)
     assert done.autograded is not None
-    autograded = done.autograded
     stamp = course.coursedir().get_existing_timestamp(str(submitted))
-    config = course.config()
     with warnings.catch_warnings():
         # nbgrader 0.9.6 on SQLAlchemy 2 warns "Object ... not in session" on every new
         # submission; the rows are written correctly (checked by the tests).
         warnings.simplefilter("ignore", SAWarning)
-        with course.gradebook() as gb:
-            gb.update_or_create_student(student)
-            gb.update_or_create_submission(assignment, student, **({"timestamp": stamp} if stamp else {}))
-            # A notebook the student did not hand in scores 0, as nbgrader's autograde does.
-            handed_in = {p.stem for p in autograded.glob("*.ipynb")}
-            for entry in gb.find_assignment(assignment).notebooks:
-                if entry.name not in handed_in:
-                    for grade in gb.find_submission_notebook(entry.name, assignment, student).grades:
-                        grade.auto_score, grade.needs_manual_grade = 0, False
-            gb.db.commit()
-        for path in sorted(autograded.glob("*.ipynb")):
-            record_grades(path, assignment, student, course.db_url, config)
-        keep = _files(course.source_dir(assignment)) | _files(submitted) | {Path("timestamp.txt")}
-        _install(autograded, course.autograded_dir(student, assignment), keep)
-        repairs = [str(r) for r in result.get("repairs") or []]
-        verdicts = _verdicts(result)
-        ledger.mark_graded(student, done.fingerprint, repairs, verdicts)
-    outcome = _graded_outcome(course, assignment, student, "graded")
+        gb = ledger.gradebook()
+        try:
+            write_grades(gb, course, assignment, student, done.autograded, stamp, course.config())
+            keep = _files(course.source_dir(assignment)) | _files(submitted) | {Path("timestamp.txt")}
+            _install(done.autograded, course.autograded_dir(student, assignment), keep)
+            repairs = [str(r) for r in result.get("repairs") or []]
+            verdicts = _verdicts(result)
+            ledger.mark_graded(student, done.fingerprint, repairs, verdicts)
+            outcome = _graded_outcome(course, assignment, student, "graded", gb)
+        finally:
+            gb.db.close()  # the engine stays for the next student; no connection is held between students
     unreadable = list((result.get("unreadable") or {}).values())
     record = ledger.graded_dir / f"{student}.json"
     crashed = sorted(e for e, v in verdicts.items() if v["detail"])
@@ -195,8 +225,9 @@ def _repaired(repairs: list[str], record: Path) -> list[str]:
     return [f"notebook repaired before grading ({len(repairs)}: {shown}; all in {record})"]
 
 
-def _graded_outcome(course: Course, assignment: str, student: str, status: str) -> Outcome:
-    with course.gradebook() as gb:
+def _graded_outcome(course: Course, assignment: str, student: str, status: str,
+                    gradebook: Gradebook | None = None) -> Outcome:
+    with contextlib.nullcontext(gradebook) if gradebook is not None else course.gradebook() as gb:
         submission = gb.find_submission(assignment, student)
         details = ["written answers to grade by hand"] if submission.needs_manual_grade else []
         penalty = submission.late_submission_penalty or 0.0

@@ -7,6 +7,7 @@ The roster (`roster.csv`: username,role) says who may log in and who teaches.
 """
 import csv
 import os
+import sys
 from pathlib import Path
 
 c = get_config()  # noqa: F821 (injected by traitlets when the file is loaded)
@@ -76,3 +77,25 @@ c.Spawner.group_overrides = {
         }},
     },
 }
+
+# -- A class at once (issue 33; the numbers: deploy/README.md, "How many students one machine holds") --
+# Idle servers are stopped by jupyterhub-idle-culler, a hub service with only the scopes it needs; the
+# student's files stay in their home and their next visit starts a server on them again.
+CULL_TIMEOUT = int(os.environ.get("AUTOGRAD_CULL_TIMEOUT", "3600"))  # seconds without activity
+c.JupyterHub.services = [{
+    "name": "idle-culler",
+    "command": [sys.executable, "-m", "jupyterhub_idle_culler", f"--timeout={CULL_TIMEOUT}",
+                f"--cull-every={int(os.environ.get('AUTOGRAD_CULL_EVERY', '300'))}"],
+}]
+c.JupyterHub.load_roles = [{"name": "idle-culler", "services": ["idle-culler"],
+                            "scopes": ["list:users", "read:users:activity", "read:servers", "delete:servers"]}]
+# The servers report activity every this many seconds (and the hub reads the proxy's as often): the
+# culler can only be as precise as this.
+ACTIVITY_INTERVAL = int(os.environ.get("AUTOGRAD_ACTIVITY_INTERVAL", "300"))
+c.JupyterHub.last_activity_interval = ACTIVITY_INTERVAL
+c.Spawner.environment["JUPYTERHUB_ACTIVITY_INTERVAL"] = str(ACTIVITY_INTERVAL)
+# At most this many servers start at once; a student past it is answered 429 and their page retries.
+# Measured (deploy/README.md): an arrival costs about 6 CPU-seconds here, and ten at once took 36 s at
+# p95 on 2 cores: well inside Spawner.start_timeout (120 s), with the students already working left
+# their share of the machine. Raise it in proportion to the cores.
+c.JupyterHub.concurrent_spawn_limit = int(os.environ.get("AUTOGRAD_SPAWN_LIMIT", "10"))
