@@ -39,7 +39,7 @@ scheduled per shape, and every request is counted exactly.
 Bounded: at most ``MAX_STUDENTS`` users, every request with a timeout, every shape with a deadline of
 its window plus ``GRACE``; every process stopped by its pid (the hub's process group, then each user's
 processes found by uid). Needs root and the hub's environment (``deploy/hub.py install`` builds it under
-``AUTOGRAD_HUB_PREFIX``, default here /opt/autograd-hub-h33: about 5 minutes the first time).
+``AUTOGRAD_HUB_PREFIX``, default /opt/autograd-hub as deploy/hub.py: about 5 minutes the first time).
 """
 from __future__ import annotations
 
@@ -68,7 +68,7 @@ import psutil
 
 REPO = Path(__file__).resolve().parents[1]
 HUB = REPO / "deploy" / "hub.py"
-PREFIX = Path(os.environ.get("AUTOGRAD_HUB_PREFIX", "/opt/autograd-hub-h33"))
+PREFIX = Path(os.environ.get("AUTOGRAD_HUB_PREFIX", "/opt/autograd-hub"))  # deploy/hub.py's own, shared with tests/test_semester.py
 COURSE = "autograd-course"
 ASSIGNMENT = "a01_graphs"
 CHAPTER = "01_graphs"
@@ -218,12 +218,15 @@ class Site:
                                                            Path("/dev/shm")])
 
     def instructor_argv(self, *args: str) -> list[str]:
-        """The instructor's command on their course, as `deploy/README.md` says to type it (today: as root,
-        from the repository's environment). The one place that says how an instructor command runs."""
-        return [sys.executable, "-m", "autograder", "--course", str(self.course), *args]
+        """The instructor's command on their course, as `deploy/README.md` says to type it: as themselves,
+        the grader `deploy/hub.py install` made for the instructors' group. The one place that says how
+        an instructor command runs (run it with ``cwd=self.home(self.instructor)``)."""
+        return ["runuser", "-u", self.instructor, "--", "env", f"HOME={self.home(self.instructor)}",
+                str(PREFIX / "grader" / "bin" / "autograder"), "--course", str(self.course), *args]
 
     def instructor_command(self, *args: str, timeout: float = 3600) -> subprocess.CompletedProcess:
-        return subprocess.run(self.instructor_argv(*args), capture_output=True, text=True, cwd=REPO, timeout=timeout)
+        return subprocess.run(self.instructor_argv(*args), capture_output=True, text=True,
+                              cwd=self.home(self.instructor), timeout=timeout)
 
     @property
     def course(self) -> Path:
@@ -575,7 +578,8 @@ class Instructor:
                 self.errors.append(f"collect: {done.stderr[-500:]}")
             if self.grade is None or self.grade.poll() is not None:
                 self.grade = subprocess.Popen(  # in the background: it takes longer than a collect
-                    self.site.instructor_argv("grade", ASSIGNMENT, "--jobs", "1"), cwd=REPO,
+                    self.site.instructor_argv("grade", ASSIGNMENT, "--jobs", "1"),
+                    cwd=self.site.home(self.site.instructor),
                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
             self.stopping.wait(max(0.0, self.every - (time.monotonic() - began)))
 
