@@ -68,7 +68,8 @@ import psutil
 
 REPO = Path(__file__).resolve().parents[1]
 HUB = REPO / "deploy" / "hub.py"
-PREFIX = Path(os.environ.get("AUTOGRAD_HUB_PREFIX", "/opt/autograd-hub"))  # deploy/hub.py's own, shared with tests/test_semester.py
+# deploy/hub.py's own, shared with tests/test_semester.py
+PREFIX = Path(os.environ.get("AUTOGRAD_HUB_PREFIX", "/opt/autograd-hub"))
 COURSE = "autograd-course"
 ASSIGNMENT = "a01_graphs"
 CHAPTER = "01_graphs"
