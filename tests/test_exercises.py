@@ -62,7 +62,8 @@ def failure(exercise_id: str, notebook: dict | None = None, budget: float = 60) 
     notebook = notebook or notebook_with(exercise_id)
     the_spec = catalogue.exercise(exercise_id)
     result = judge(exercise_id, code_cells(notebook["cells"], exercise_id), sandbox=SANDBOX,
-                   budget=the_spec.budget or budget, earlier=earlier(exercise_id) if the_spec.whole_engine else None)
+                   budget=the_spec.budget or budget, earlier=earlier(exercise_id) if the_spec.whole_engine else None,
+                   answers=code_cells(notebook["cells"]))
     assert not result.detail, f"the check of {exercise_id} itself failed:\n{result.detail}"
     return "" if result.passed else f"{exercise_id}: {result.message}"
 

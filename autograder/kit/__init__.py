@@ -22,6 +22,8 @@ trivial forwards such as `x * y`) is kept, so a student's `Mul.backward` can run
 from __future__ import annotations
 
 import argparse
+import functools
+import marshal
 import re
 import shutil
 import sys
@@ -59,6 +61,18 @@ def _header(rel: str) -> str:
             "(rebuild with `python -m autograder.kit DEST`)\n")
 
 
+# Reference functions that walk a graph (the result is a list of the graph's own nodes): sealed,
+# they are asked for the order of the nodes of a mirror of the graph (autograder/judge/sealed.py).
+WALKS = frozenset({"solutions.scalar:topological_order", "solutions.graph:toposort"})
+
+
+def sealed_line(s: Spec) -> str:
+    """The body the sandbox's kit has for a sealed exercise: a call to the judge, which runs the
+    reference (:mod:`autograder.sandbox.sealed`, :mod:`autograder.judge.sealed`)."""
+    kind = "walk" if s.source in WALKS else "call"
+    return f"return __import__(\"_sealed\").call({s.id!r}, {kind!r}, locals())"
+
+
 def stub_line(s: Spec) -> str:
     where = _assignment_of(s)
     return (f'raise NotImplementedError("exercise {s.id}: implement {s.name} in your notebook {where} '
@@ -86,30 +100,30 @@ def stubbed_source(path: Path, bodies: list[tuple[Spec, Body]],
     """The file's text with each exercise body replaced by its NotImplementedError stub, or, for
     the exercises whose ids are in ``sealed``, by the call to the judge that stands in for it
     (:mod:`autograder.judge.sealed`)."""
-    from autograder.judge.sealed import sealed_line
     lines = path.read_text().split("\n")
     for s, body in sorted(bodies, key=lambda sb: sb[1].start, reverse=True):
         lines[body.start - 1:body.end] = [body.indent + (sealed_line(s) if s.id in sealed else stub_line(s))]
     return "\n".join(lines)
 
 
-def rename(text: str, top_level: bool) -> str:
+def rename(text: str, top_level: bool, package: str = PACKAGE) -> str:
     """Point the copy at the kit: `solutions` -> `coursekit.engine` (testing and data live at
-    the kit's top level); a top-level module's relative imports reach into `.engine`."""
-    text = re.sub(r"\bsolutions\.(testing|data)\b", rf"{PACKAGE}.\1", text)
-    text = re.sub(r"\bsolutions\b(?![/\\])", f"{PACKAGE}.engine", text)
+    the kit's top level); a top-level module's relative imports reach into `.engine`.
+    ``package``: the kit's name (the judge imports private copies under names of their own)."""
+    text = re.sub(r"\bsolutions\.(testing|data)\b", rf"{package}.\1", text)
+    text = re.sub(r"\bsolutions\b(?![/\\])", f"{package}.engine", text)
     if top_level:
         text = re.sub(r"^(\s*)from \.(?=\w)", r"\1from .engine.", text, flags=re.M)
         text = re.sub(r"^(\s*)from \. import", r"\1from .engine import", text, flags=re.M)
     return text
 
 
-def _exercises_source(specs: list[Spec], autoload: bool) -> str:
+def _exercises_source(specs: list[Spec], autoload: bool, package: str = PACKAGE) -> str:
     """coursekit/_exercises.py: every exercise's name -> (its kit module, its id), read by the kit's
     `use` and its answer loader, and whether importing the kit loads the student's answers."""
     homes: dict[str, tuple[str, str]] = {}
     for s in specs:
-        module = rename(s.module, top_level=False)
+        module = rename(s.module, top_level=False, package=package)
         if s.name in homes and homes[s.name][0] != module:
             raise ValueError(f"two exercises define {s.name!r} in different modules "
                              f"({homes[s.name][0]} and {module}); coursekit.use could not tell them apart")
@@ -124,12 +138,13 @@ def _exercises_source(specs: list[Spec], autoload: bool) -> str:
 
 def kit_files(stubbed: list[Spec] | None = None,
               specs: list[Spec] | None = None, autoload: bool = True,
-              private: bool = False, sealed: Sequence[Spec] = ()) -> dict[Path, str]:
+              private: bool = False, sealed: Sequence[Spec] = (), package: str = PACKAGE) -> dict[Path, str]:
     """The kit as {path relative to the kit's parent folder: text}.
 
     ``stubbed``: the exercises whose bodies are replaced by stubs (default: every exercise, the
     students' kit); ``sealed``: those whose bodies become a call to the judge, which runs the
-    reference there (the grader's sandbox: see :func:`autograder.judge.judge._engine`).
+    reference there (the grader's sandbox: see :func:`autograder.judge.judge._engine`);
+    ``package``: the kit's top-level name.
     """
     specs = specs if specs is not None else catalogue.in_engine()
     sealed_ids = frozenset(s.id for s in sealed)
@@ -145,11 +160,11 @@ def kit_files(stubbed: list[Spec] | None = None,
             continue
         text = stubbed_source(path, bodies[path.resolve()], sealed_ids) if path.resolve() in bodies \
             else path.read_text()
-        target = Path(PACKAGE) / rel if top_level else Path(PACKAGE) / "engine" / rel
-        files[target] = _header(rel.as_posix()) + rename(text, top_level)
-    files[Path(PACKAGE) / "__init__.py"] = _header_of(INIT) + INIT.read_text()
-    files[Path(PACKAGE) / "_exercises.py"] = _exercises_source(specs, autoload)
-    files[Path(PACKAGE) / "answers.py"] = _header_of(ANSWERS) + ANSWERS.read_text()
+        target = Path(package) / rel if top_level else Path(package) / "engine" / rel
+        files[target] = _header(rel.as_posix()) + rename(text, top_level, package)
+    files[Path(package) / "__init__.py"] = _header_of(INIT) + INIT.read_text()
+    files[Path(package) / "_exercises.py"] = _exercises_source(specs, autoload, package)
+    files[Path(package) / "answers.py"] = _header_of(ANSWERS) + ANSWERS.read_text()
     return files
 
 
@@ -178,12 +193,13 @@ def build_reference_kit(dest_dir: str | Path) -> Path:
 
 
 def kit_modules(stubbed: list[Spec], specs: list[Spec] | None = None,
-                sealed: Sequence[Spec] = ()) -> dict[str, list]:
-    """The kit as importable modules {dotted name: [is_package, source, filename]}, for the sandbox's
-    in-memory importer (:mod:`autograder.sandbox.runner`). It never loads answers by itself: the
-    sandbox has no notebooks, and the judge decides what runs there."""
+                sealed: Sequence[Spec] = (), package: str = PACKAGE) -> dict[str, list]:
+    """The kit as importable modules {dotted name: [is_package, source, filename]}, for an in-memory
+    importer (:mod:`autograder.sandbox.memory`: the sandbox's, and the judge's for its oracle). It
+    never loads answers by itself: the sandbox has no notebooks, and the judge decides what runs
+    there."""
     modules = {}
-    files = kit_files(stubbed, specs, autoload=False, sealed=sealed)
+    files = kit_files(stubbed, specs, autoload=False, sealed=sealed, package=package)
     for rel, text in files.items():
         parts = rel.with_suffix("").parts
         is_package = parts[-1] == "__init__"
@@ -195,6 +211,19 @@ def kit_modules(stubbed: list[Spec], specs: list[Spec] | None = None,
             if name and name not in modules:
                 modules[name] = [True, "", (parent / "__init__.py").as_posix()]
     return modules
+
+
+def compiled(modules: dict[str, list]) -> dict[str, list]:
+    """{name: [is_package, source, filename]} (:func:`kit_modules`) -> the same with marshalled code
+    objects instead of sources, what :class:`autograder.sandbox.memory.Modules` imports."""
+    return {name: [is_package, _marshalled(source, filename), filename]
+            for name, (is_package, source, filename) in modules.items()}
+
+
+@functools.lru_cache(maxsize=2048)
+def _marshalled(source: str, filename: str) -> bytes:
+    """Most of the kit's modules are the same text for every exercise: compiled once per process."""
+    return marshal.dumps(compile(source, filename, "exec"))
 
 
 def body_lines(specs: list[Spec] | None = None) -> list[tuple[str, str]]:

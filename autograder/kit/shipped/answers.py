@@ -77,6 +77,12 @@ def _grade_id(cell: dict) -> str:
     return cell.get("metadata", {}).get("nbgrader", {}).get("grade_id", "") or ""
 
 
+def not_done(source: str) -> bool:
+    """Whether an answer cell is still as released: it ends in nbgrader's `raise NotImplementedError()`.
+    (The judge asks the same of every answer cell: an exercise not done is a stub in its sandbox too.)"""
+    return bool(_NOT_DONE.search(source))
+
+
 def answer_cells(cells: list[dict], assignment: str) -> list[tuple[str, str]]:
     """(grade id, source) of the cells that are loaded: the imports cell and the answer cells."""
     out = []
@@ -99,7 +105,7 @@ def load_cells(assignment: str, cells: list[dict]) -> list[Answer]:
     namespace: dict = {"__name__": f"coursekit_answers_{_prefix(assignment)}"}
     ran: dict[str, str] = {}   # grade id -> "" (ran) or the error
     for grade_id, source in answer_cells(cells, assignment):
-        if grade_id in mine and _NOT_DONE.search(source):
+        if grade_id in mine and not_done(source):
             ran[grade_id] = "not done"
             continue
         try:
