@@ -23,8 +23,9 @@ Who runs what, a folder each:
 * ``judge/``: the trusted judge, in the grading workers, never running student code (``worker``:
   one student, ``submission``: a whole submission, ``restore``: its structure from the source
   notebook, ``judge``: one exercise, ``session``: the sandbox, its channel and the proxies,
-  ``sealed``: the other exercises' references, ``catalogue``: every exercise's spec and check,
-  found by id, ``checks``: what checks are built from);
+  ``sealed``: the other exercises' references, ``scrub``: what a message may not quote,
+  ``catalogue``: every exercise's spec and check, found by id, ``checks``: what checks are built
+  from);
 * ``exercises/`` and ``mutants/``: the catalogue of checks (one module per assignment) and of
   mutants and alternatives;
 * ``sandbox/``: inside the sandbox, beside student code (standard library and NumPy only);
