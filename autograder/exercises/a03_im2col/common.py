@@ -111,13 +111,6 @@ def _conv_shapes(rng, pattern, odd: bool = True):
     return (N, C, H, W), (K, C // groups, *kernel), params
 
 
-def _padded(x: np.ndarray, pad) -> np.ndarray:
-    return np.pad(x, ((0, 0), (0, 0), *pad))
-
-
-# --------------------------------------------------------------------------------------------
-
-
 # --------------------------------------------------------------------------------------------
 # The convolution inside the sandbox's engine, which calls the student's kernel
 # --------------------------------------------------------------------------------------------
