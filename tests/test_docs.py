@@ -10,8 +10,9 @@ import ast
 import re
 from pathlib import Path
 
-from autograder.authoring.selfcheck import _read_notebooks, apply_mutant
+from autograder.authoring.selfcheck import _read_notebooks
 from autograder.judge import catalogue
+from autograder.mutants import apply_mutant
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "assignments" / "README.md"

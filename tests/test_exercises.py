@@ -15,11 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from autograder.authoring.selfcheck import apply_mutant
 from autograder.judge import catalogue
 from autograder.judge.bubblewrap import Sandbox
 from autograder.judge.judge import code_cells, judge
-from autograder.mutants import Mutant, load_alternatives, load_mutants
+from autograder.mutants import Mutant, apply_mutant, load_alternatives, load_mutants
 
 REPO = Path(__file__).resolve().parents[1]
 SOURCE = REPO / "assignments" / "source"

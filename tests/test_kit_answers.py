@@ -125,8 +125,7 @@ def test_explicit_load_from_elsewhere(home, tmp_path):
 def diagnose_with_mutant(home: Path, assignment: str, mutant_id: str) -> list[str]:
     """diagnose()'s problem lines in a06's kit, with a01-a05's reference notebooks beside it except
     that `assignment`'s carries the named mutant (a classic mistake of the catalogue)."""
-    from autograder.authoring.selfcheck import apply_mutant
-    from autograder.mutants import load_mutants
+    from autograder.mutants import apply_mutant, load_mutants
 
     for name in sorted(p.name for p in SOURCE.iterdir() if p.name < "a06"):
         (home / name).mkdir()

@@ -61,6 +61,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path, PurePosixPath
 
 from autograder.course import Course, CourseError
+from autograder.course.students import check_student_id, printable
 
 ROSTER_COLUMNS = ("id", "first_name", "last_name", "email", "canvas_id", "moodle_id", "sis_id", "sis_login_id")
 UNIQUE_COLUMNS = ("id", "email", "canvas_id", "moodle_id")
@@ -126,7 +127,6 @@ def _name_key(name: str) -> str:
 
 def read_roster(path: str | Path) -> Roster:
     """The roster in ``path``, or CourseError naming the file, the line and the column at fault."""
-    from autograder.commands.collect import check_student_id, printable
 
     path = Path(path)
     try:

@@ -32,8 +32,8 @@ import uuid
 from pathlib import Path
 from typing import Any, Protocol
 
-from autograder.commands.grade import StopRequest, exercise_budget, wall_limit
 from autograder.course import Course, CourseError, notebook
+from autograder.grading.control import StopRequest, exercise_budget, wall_limit
 from autograder.grading.workers import (
     Finished,
     Job,

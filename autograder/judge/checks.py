@@ -32,10 +32,9 @@ import numpy as np
 from autograder.judge.catalogue import GradingFailure as GradingFailure
 from autograder.judge.catalogue import Spec as Spec
 from autograder.judge.catalogue import graded as graded
-from autograder.judge.judge import current as current
-from autograder.judge.judge import first_line as first_line
-from autograder.judge.judge import judged as judged
-from autograder.judge.judge import student_module as student_module
+from autograder.judge.context import current as current
+from autograder.judge.context import judged as judged
+from autograder.judge.context import student_module as student_module
 from autograder.judge.proxy import Proxy as Proxy
 from autograder.judge.proxy import StudentError as StudentError
 from autograder.judge.session import SandboxTimeout as SandboxTimeout
@@ -54,6 +53,12 @@ def reference_engine():
 # --------------------------------------------------------------------------------------------
 # Running the student's code
 # --------------------------------------------------------------------------------------------
+def first_line(error: BaseException, limit: int = 300) -> str:
+    """The first line of an exception's message, cut at ``limit`` characters (what feedback shows)."""
+    text = str(error).strip().split("\n")[0]
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def run(what: str, fn: Callable, *args: Any, hint: Callable[[BaseException], str | None] | None = None) -> Any:
     """Call student code. NotImplementedError passes through (the judge says "not implemented
     yet"); any other exception of the student's becomes a GradingFailure naming `what` and, when

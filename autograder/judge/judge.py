@@ -21,11 +21,9 @@ the sandbox died (os._exit, segfault)     the Python process running your code .
 """
 from __future__ import annotations
 
-import contextlib
 import functools
 import time
 import traceback
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -35,12 +33,12 @@ from autograder.course import notebook
 from autograder.judge import catalogue
 from autograder.judge.bubblewrap import Sandbox
 from autograder.judge.catalogue import GradingFailure, Spec
+from autograder.judge.checks import first_line, prepare
+from autograder.judge.context import judging
 from autograder.judge.proxy import StudentError
 from autograder.judge.scrub import scrub
 from autograder.judge.sealed import Oracle, answered
 from autograder.judge.session import SandboxDied, SandboxFailure, SandboxTimeout, Session
-
-_CURRENT: list[tuple[Session, Spec]] = []
 
 
 @dataclass(frozen=True)
@@ -50,45 +48,6 @@ class Verdict:
     message: str = ""           # for the student: what is wrong (empty when passed)
     seconds: float = 0.0
     detail: str = ""            # for the instructor's log only (a grader bug's traceback)
-
-
-def current() -> Session:
-    """The session of the exercise being judged (hidden checks reach the sandbox through it)."""
-    if not _CURRENT:
-        raise RuntimeError("no exercise is being judged: call a check through autograder.judge.judge")
-    return _CURRENT[-1][0]
-
-
-def judged() -> Spec:
-    """The spec of the exercise being judged: a check's own id, reference and regions."""
-    if not _CURRENT:
-        raise RuntimeError("no exercise is being judged: call a check through autograder.judge.judge")
-    return _CURRENT[-1][1]
-
-
-# Module prefixes of the students' kit and their reference counterparts.
-KIT_TO_REFERENCE = (
-    ("coursekit.engine", "solutions"),
-    ("coursekit.testing", "solutions.testing"),
-    ("coursekit.data", "solutions.data"),
-)
-
-
-def student_module(reference_name: str):
-    """The sandbox's counterpart of a reference module: "solutions.ops" -> the kit's "coursekit.engine.ops"."""
-    for prefix, ref in sorted(KIT_TO_REFERENCE, key=lambda pair: -len(pair[1])):
-        if reference_name == ref or reference_name.startswith(ref + "."):
-            return current().module(prefix + reference_name[len(ref):])
-    raise ValueError(f"{reference_name} has no counterpart in the course kit")
-
-
-@contextlib.contextmanager
-def _judging(session: Session, spec: Spec) -> Iterator[None]:
-    _CURRENT.append((session, spec))
-    try:
-        yield
-    finally:
-        _CURRENT.pop()
 
 
 @functools.cache
@@ -201,8 +160,6 @@ def judge(exercise_id: str, cells: list[tuple[str, str]], *, sandbox: Sandbox, b
     ``answers``: every code cell of the student's notebook (``code_cells(cells)``), where the
     judge reads which of the assignment's other exercises the student has answered (default:
     ``cells``, the cells above the exercise)."""
-    from autograder.judge.checks import prepare
-
     started = time.monotonic()
     the_spec = catalogue.exercise(exercise_id)  # LookupError names an unregistered exercise: a course error
     others = [s.name for s in catalogue.assignment(exercise_id) if s.id != exercise_id]
@@ -219,7 +176,7 @@ def judge(exercise_id: str, cells: list[tuple[str, str]], *, sandbox: Sandbox, b
     if known is not None:
         return verdict(False, known)
     try:
-        with Session(sandbox, budget=budget) as session, _judging(session, the_spec):
+        with Session(sandbox, budget=budget) as session, judging(session, the_spec):
             session.oracle = Oracle(list(sealed_specs), stubbed)
             ready = session.setup(modules, homes, cells, the_spec.name, others,
                                   (earlier or []) if the_spec.whole_engine else None)
@@ -262,12 +219,6 @@ def judge(exercise_id: str, cells: list[tuple[str, str]], *, sandbox: Sandbox, b
     return verdict(True)
 
 
-def first_line(error: BaseException, limit: int = 300) -> str:
-    """The first line of an exception's message, cut at ``limit`` characters (what feedback shows)."""
-    text = str(error).strip().split("\n")[0]
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
 def _undefined(name: str, exercise_id: str, cells: list[dict]) -> str:
     own = next((c for c in cells if c["label"] == exercise_id), None)
     if own is not None and own["error"] is not None:
@@ -276,5 +227,4 @@ def _undefined(name: str, exercise_id: str, cells: list[dict]) -> str:
     return f"{name} is not defined: write it in the exercise cell ({exercise_id}) and run it"
 
 
-__all__ = ["Verdict", "judge", "code_cells", "current", "judged", "student_module", "transform",
-           "first_line"]
+__all__ = ["Verdict", "judge", "code_cells", "transform"]

@@ -9,7 +9,7 @@ value a check quotes, a class name. So every message that leaves the judge for a
 verdict's (:func:`scrub`, in :func:`autograder.judge.judge.judge`) and a sealed reference's error
 (:func:`quotes`, in :mod:`autograder.judge.sealed`), is compared with every form those bodies take:
 
-- their lines, normalised as the release scan compares lines (:func:`autograder.commands.release.signature`);
+- their lines, normalised as the release scan compares lines (:mod:`autograder.course.codelines`);
 - their names in a row, whatever stands between them: :data:`RUN` names of a body's source
   (a decompiled or reformatted body), of its instructions (a disassembly, which names what each
   instruction loads and stores), of ``co_names`` or of ``co_varnames``;
@@ -41,6 +41,8 @@ from dataclasses import dataclass
 from typing import cast
 
 from autograder import kit
+from autograder.course import codelines
+from autograder.course.codelines import quoting, signature
 from autograder.judge import catalogue
 
 RUN = 6   # names in a row that count as a quote of a body
@@ -155,12 +157,9 @@ def _body_lines() -> tuple[tuple[str, str], ...]:
 def forms(before: str) -> Forms:
     """The forms of the exercise bodies of the assignments before the prefix ``before`` ("a03"; "~"
     for every assignment's), computed once per process."""
-    from autograder.commands.release import signature
-
     held = [s for s in catalogue.in_engine() if s.prefix < before]
-    keys = {key for where, line in _body_lines() if where.split("-", 1)[0] < before and (key := signature(line))}
-    lines = re.compile("|".join(f" {re.escape(key)} " for key in sorted(keys, key=len, reverse=True))) \
-        if keys else None
+    lines = quoting(key for where, line in _body_lines() if where.split("-", 1)[0] < before
+                    and (key := signature(line)))
     runs: set[tuple[str, ...]] = set()
     code: set[bytes] = set()
     for path, items in kit.exercise_bodies(held).items() if held else ():
@@ -210,10 +209,8 @@ def quotes(message: str, before: str) -> bool:
     if "<code object" in message or len(_DISASSEMBLY.intersection(_WORD.findall(message))) >= 2:
         return True
     held = forms(before)
-    if held.lines is not None:
-        from autograder.commands.release import _tokens
-        if held.lines.search(f" {_tokens(message)} "):
-            return True
+    if codelines.quotes(held.lines, message):
+        return True
     if any(run in held.runs for run in _runs(names(message))):
         return True
     return bool(held.code) and _quotes_code(message, held.code)

@@ -116,7 +116,7 @@ class Session:
     def setup(self, modules: dict, exercises: dict[str, str], cells: list[tuple[str, str]], judged: str,
               others: list[str], earlier: list[tuple[str, list[dict]]] | None = None) -> Ready:
         """Start the answer: ``modules`` {name: [is_package, marshalled code, filename]} (see
-        :func:`autograder.judge.judge.compiled`), then the cells, then the judged name plugged in.
+        :func:`autograder.kit.compiled`), then the cells, then the judged name plugged in.
 
         ``earlier`` (the capstone kind): [(assignment, its notebook's cells)] whose answers the kit
         loads first, as a student's kit does; the engine is then wholly the student's."""

@@ -257,12 +257,16 @@ def leaks(kit_dir: str | Path, specs: list[Spec] | None = None) -> list[str]:
     return found
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m autograder.kit", description=__doc__.split("\n")[0])
+def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """The arguments of the kit's builder, for ``autograder kit`` and ``python -m autograder.kit`` alike."""
     parser.add_argument("dest", help="folder that receives coursekit/ (e.g. release/a02_broadcasting)")
     parser.add_argument("--reference", action="store_true",
                         help="the reference behind the kit's API, for the book build (never release it)")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def run(args: argparse.Namespace) -> int:
+    """Write the kit (or the reference kit, with ``--reference``) into ``args.dest``; 1 if it leaks."""
     if args.reference:
         print(f"wrote {build_reference_kit(args.dest)} (the reference: never release it)")
         return 0
@@ -273,3 +277,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"wrote {kit}")
     return 1 if problems else 0
 
+
+def main(argv: list[str] | None = None) -> int:
+    parser = add_arguments(argparse.ArgumentParser(prog="python -m autograder.kit", description=__doc__.split("\n")[0]))
+    return run(parser.parse_args(argv))
