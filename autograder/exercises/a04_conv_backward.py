@@ -14,6 +14,7 @@ mistake, never the inputs or the expected values.
 """
 from __future__ import annotations
 
+import functools
 import importlib
 
 import numpy as np
@@ -21,14 +22,18 @@ import numpy as np
 from autograder.judge.checks import (
     GradingFailure,
     close,
+    dtype_name,
     graded,
     judged,
+    names_shape,
     reference_engine,
     run,
     student_engine,
     student_module,
     time_limit,
+    too_slow,
     type_name,
+    value_error_text,
 )
 
 TIME_LIMIT = 30.0
@@ -44,15 +49,8 @@ def _student_cb():
     return student_module("solutions.ops.conv_backward")
 
 
-
-
-def _slow(name: str) -> str:
-    return (f"{name}: the checks took more than {TIME_LIMIT:g} s on small arrays; is there an endless loop, "
-            "or a Python loop over every pixel?")
-
-
-def _dtype_name(dtype) -> str:
-    return np.dtype(dtype).name
+_slow = functools.partial(too_slow, seconds=TIME_LIMIT, on="small arrays",
+                          advice="is there an endless loop, or a Python loop over every pixel?")
 
 
 def _result_array(label: str, name: str, got, want: np.ndarray, shape_hint=None) -> np.ndarray:
@@ -102,7 +100,7 @@ def _dilate_cases(rng):
         else:
             size = (minimal[0] + extra[0], minimal[1] + extra[1])
         dtype = np.float32 if k % 3 == 2 else np.float64
-        cases.append((f"{label}, {_dtype_name(dtype)}", rng.standard_normal(shape).astype(dtype), stride, size))
+        cases.append((f"{label}, {dtype_name(dtype)}", rng.standard_normal(shape).astype(dtype), stride, size))
     return cases
 
 
@@ -158,7 +156,7 @@ def _erode_cases(rng):
         available = (-(-h // stride[0]), -(-w // stride[1]))
         size = available if fewer is None else (available[0] + fewer[0], available[1] + fewer[1])
         dtype = np.float32 if k % 2 else np.float64
-        cases.append((f"{label}, {_dtype_name(dtype)}", rng.standard_normal(shape).astype(dtype), stride, size))
+        cases.append((f"{label}, {dtype_name(dtype)}", rng.standard_normal(shape).astype(dtype), stride, size))
     return cases
 
 
@@ -210,7 +208,7 @@ def check_pad2d(pad2d, rng):
     with time_limit(TIME_LIMIT, _slow("pad2d")):
         for k, (label, shape, padding) in enumerate(specs):
             dtype = np.float32 if k % 2 else np.float64
-            label = f"{label}, {_dtype_name(dtype)}"
+            label = f"{label}, {dtype_name(dtype)}"
             x = rng.standard_normal(shape).astype(dtype)
             got = run(f"{label}: pad2d", f, x.copy(), padding)
             want = np.asarray(reference(x.copy(), padding))
@@ -273,7 +271,7 @@ def check_unpad2d(unpad2d, rng):
     with time_limit(TIME_LIMIT, _slow("unpad2d")):
         for k, (label, shape, padding) in enumerate(specs):
             dtype = np.float32 if k % 2 else np.float64
-            label = f"{label}, {_dtype_name(dtype)}"
+            label = f"{label}, {dtype_name(dtype)}"
             x = rng.standard_normal(shape).astype(dtype)
             got = run(f"{label}: unpad2d", f, x.copy(), padding)
             want = np.asarray(reference(x.copy(), padding))
@@ -299,29 +297,14 @@ def check_unpad2d(unpad2d, rng):
             (dx,) = run(f"{label}: the gradient through unpad2d", lambda: grad(tensor_out, [xt], Tensor(g)))
             if not close(dx.data, np.pad(g, ((0, 0),) * (x.ndim - 2) + ((top, bottom), (left, right)))):
                 raise GradingFailure(f"{label}: the gradient through your unpad2d is wrong")
-        refused = run("padding larger than the image: unpad2d", _value_error_text, f, np.zeros((2, 3)), 2)
+        refused = run("padding larger than the image: unpad2d", value_error_text, f, np.zeros((2, 3)), 2)
         if refused is None:
             raise GradingFailure("cropping more than the image holds (padding 2 from a 2x3 image) must raise a "
                                  "ValueError naming the padding and the shape")
-        if not _names_shape(refused, (2, 3)):
+        if not names_shape(refused, (2, 3)):
             raise GradingFailure("cropping more than the image holds (padding 2 from a 2x3 image): your ValueError "
                                  "must name the shape of the image (and the padding), so that the caller sees what "
                                  "did not fit")
-
-
-def _value_error_text(f, *args):
-    """The text of the ValueError f(*args) raises, or None when it raises none."""
-    try:
-        f(*args)
-    except ValueError as error:
-        return str(error)
-    return None
-
-
-def _names_shape(text: str, shape: tuple) -> bool:
-    """Whether an error message names `shape`, as (2, 3), [2, 3], 2x3 or 2 x 3."""
-    import re
-    return bool(re.search(r"\D" + r"\s*[,x×]\s*".join(str(n) for n in shape) + r"\D", f" {text} "))
 
 
 @graded("a04-rotate180", "solutions.ops.conv_backward:rotate180", points=1)
@@ -334,7 +317,7 @@ def check_rotate180(rotate180, rng):
     with time_limit(TIME_LIMIT, _slow("rotate180")):
         for k, (label, shape) in enumerate(specs):
             dtype = np.float32 if k % 2 else np.float64
-            label = f"{label}, {_dtype_name(dtype)}"
+            label = f"{label}, {dtype_name(dtype)}"
             w = rng.standard_normal(shape).astype(dtype)
             got = run(f"{label}: rotate180", f, w.copy())
             want = w[..., ::-1, ::-1]
@@ -369,7 +352,7 @@ def check_rotate180(rotate180, rng):
             raise GradingFailure(f"{label}: wrong values; out[..., i, j] = w[..., KH-1-i, KW-1-j]")
         message = ("a 1-D array has no kernel rows and columns to flip: rotate180 must raise a ValueError for "
                    "fewer than two axes (check len(w.shape) first)")
-        text = run("a 1-D array: rotate180", _value_error_text, f, np.zeros(3), hint=lambda error: message)
+        text = run("a 1-D array: rotate180", value_error_text, f, np.zeros(3), hint=lambda error: message)
         if text is None:
             raise GradingFailure(message)
 
@@ -472,7 +455,7 @@ def check_conv_backward(conv2d_backward_derived, rng):
         for k, pattern in enumerate(DERIVED_PATTERNS):
             x_shape, w_shape, params = _derived_case(rng, pattern)
             dtype = np.float32 if k % 4 == 3 else np.float64
-            label = f"{pattern[0]}, {_dtype_name(dtype)}"
+            label = f"{pattern[0]}, {dtype_name(dtype)}"
             x, w = rng.standard_normal(x_shape).astype(dtype), rng.standard_normal(w_shape).astype(dtype)
             from solutions import ops
             z_shape = ops.conv2d(x, w, None, **params).shape

@@ -19,6 +19,7 @@ Rules every check follows:
 from __future__ import annotations
 
 import contextlib
+import re
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -75,6 +76,42 @@ def run(what: str, fn: Callable, *args: Any, hint: Callable[[BaseException], str
         extra = hint(error) if hint else None
         message = f"{what}: your code raised {error.remote_type}: {first_line(error, 200)}{error.where}"
         raise GradingFailure(message + (f". {extra}" if extra else "")) from None
+
+
+def raises(f: Callable, *args: Any, **kwargs: Any) -> BaseException | None:
+    """The exception ``f(*args, **kwargs)`` raises, None if it returns: what a check asks of an answer
+    that must refuse its input. A student's exception also is its builtin class (``isinstance(error,
+    ValueError)``); a sandbox's failure (a BaseException) passes through."""
+    try:
+        f(*args, **kwargs)
+    except Exception as error:  # noqa: BLE001 (the student's code: any exception is an answer here)
+        return error
+    return None
+
+
+def value_error_text(f: Callable, *args: Any) -> str | None:
+    """The text of the ValueError ``f(*args)`` raises, or None when it raises none."""
+    try:
+        f(*args)
+    except ValueError as error:
+        return str(error)
+    return None
+
+
+def names_shape(text: str, shape: tuple) -> bool:
+    """Whether an error message names ``shape``, as (2, 3, 5), [2, 3, 5], 2x3x5 or 2 x 3 x 5."""
+    return bool(re.search(r"\D" + r"\s*[,x×]\s*".join(str(n) for n in shape) + r"\D", f" {text} "))
+
+
+def too_slow(name: str, seconds: float, on: str = "small inputs", advice: str = "is there an endless loop?") -> str:
+    """The message of a check's :func:`time_limit`: what ran over ``seconds`` on which inputs, and the
+    likely cause (each assignment's own, bound once in its catalogue module with ``functools.partial``)."""
+    return f"{name}: the checks took more than {seconds:g} s on {on}; {advice}"
+
+
+def dtype_name(dtype: Any) -> str:
+    """A dtype as messages name it: "float32"."""
+    return np.dtype(dtype).name
 
 
 @contextlib.contextmanager

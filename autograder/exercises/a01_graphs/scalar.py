@@ -298,7 +298,7 @@ LADDER_DEPTH = 26
 CHAIN_LENGTH = 10_000
 
 
-def _slow(what: str) -> str:
+def _exponential(what: str) -> str:
     return (f"{what} took more than {TIME_LIMIT:g} s on a diamond ladder (each level uses the one below twice, "
             f"{LADDER_DEPTH} levels): that is exponential in the depth. Visit each node once: keep a visited set")
 
@@ -318,7 +318,7 @@ def check_topological_order(topological_order, rng):
         _check_order(order, before, label)
     root, _ = _ladder(S, LADDER_DEPTH)
     before = _graph(root)
-    with time_limit(TIME_LIMIT, _slow("topological_order")):
+    with time_limit(TIME_LIMIT, _exponential("topological_order")):
         order = run("a diamond ladder: topological_order", f, root)
     _check_order(order, before, "a diamond ladder")
     root, before = _known_chain(S, CHAIN_LENGTH)
@@ -378,7 +378,7 @@ def check_backward(backward, rng):
         want = [n.grad for n in _all_nodes(ref_root)]
         _compare_backward(got, want, root, ref_root, label, shared=build is not _expression)
     root, leaves = _ladder(S, LADDER_DEPTH)
-    with time_limit(TIME_LIMIT, _slow("backward")):
+    with time_limit(TIME_LIMIT, _exponential("backward")):
         run("a diamond ladder: backward", f, root)
     ref_root, ref_leaves = _ladder(R, LADDER_DEPTH)
     R.backward(ref_root)

@@ -8,6 +8,7 @@ import numpy as np
 from autograder.judge.checks import (
     GradingFailure,
     close,
+    dtype_name,
     graded,
     judged,
     run,
@@ -21,7 +22,6 @@ from .common import (
     TIME_LIMIT,
     _array,
     _conv_shapes,
-    _dtype_name,
     _im,
     _in_sandbox,
     _inside_the_engine,
@@ -108,7 +108,7 @@ def check_windows(windows, rng):
     with time_limit(TIME_LIMIT, _slow("windows")):
         for k, (label, kernel, stride, dilation, shape) in enumerate(_window_cases(rng)):
             dtype = np.float32 if k % 3 == 2 else np.float64
-            label = f"{label}, input {shape}, {_dtype_name(dtype)}"
+            label = f"{label}, input {shape}, {dtype_name(dtype)}"
             xp = rng.standard_normal(shape).astype(dtype)
             keep = xp.copy()
             there = _in_sandbox(xp)
@@ -172,7 +172,7 @@ def check_im2col(im2col, rng):
             x_shape, w_shape, params = _conv_shapes(rng, pattern)
             kernel, stride, padding, dilation = w_shape[2:], params["stride"], params["padding"], params["dilation"]
             dtype = np.float32 if k % 4 == 1 else np.float64
-            label = f"{pattern[0]}, {_dtype_name(dtype)}"
+            label = f"{pattern[0]}, {dtype_name(dtype)}"
             x = rng.standard_normal(x_shape).astype(dtype)
             keep = x.copy()
             args = _given_forms(k, kernel, stride, padding, dilation)
@@ -252,7 +252,7 @@ def check_col2im(col2im, rng):
             x_shape, w_shape, params = _conv_shapes(rng, pattern)
             kernel, stride, padding, dilation = w_shape[2:], params["stride"], params["padding"], params["dilation"]
             dtype = np.float32 if k % 4 == 1 else np.float64
-            label = f"{pattern[0]}, {_dtype_name(dtype)}"
+            label = f"{pattern[0]}, {dtype_name(dtype)}"
             N, C, H, W = x_shape
             OH, OW = _im().conv_output_hw((H, W), kernel, stride, padding, dilation)
             cols = rng.standard_normal((C * kernel[0] * kernel[1], N * OH * OW)).astype(dtype)

@@ -7,7 +7,9 @@ import numpy as np
 
 from autograder.judge.checks import (
     GradingFailure,
+    dtype_name,
     graded,
+    raises,
     run,
     same_object,
     student_engine,
@@ -16,8 +18,6 @@ from autograder.judge.checks import (
 
 from .common import (
     TIME_LIMIT,
-    _dtype_name,
-    _raises,
     _slow,
     _student_rng,
 )
@@ -51,7 +51,7 @@ def check_fan(fan_in_and_fan_out, rng):
                                  "by the receptive field (the product of the kernel dimensions)")
         raise GradingFailure(f"{label}: wrong fans; fan_in = shape[1] x receptive field, fan_out = shape[0] x "
                              "receptive field")
-    if not isinstance(run("a 1-D shape: fan_in_and_fan_out", _raises, f, (5,)), ValueError):
+    if not isinstance(run("a 1-D shape: fan_in_and_fan_out", raises, f, (5,)), ValueError):
         raise GradingFailure("a 1-D shape has no fan in and fan out: raise a ValueError")
 
 
@@ -67,7 +67,7 @@ def check_kaiming_uniform(kaiming_uniform_, rng):
     ]
     with time_limit(TIME_LIMIT, _slow("kaiming_uniform_")):
         for label, shape, kwargs, dtype in cases:
-            label = f"{label}, {_dtype_name(dtype)}"
+            label = f"{label}, {dtype_name(dtype)}"
             t = Tensor(np.zeros(shape, dtype=dtype))
             seed = int(rng.integers(1 << 30))
             out = run(f"{label}: kaiming_uniform_", lambda: kaiming_uniform_(t, rng=_student_rng(seed), **kwargs))

@@ -6,6 +6,7 @@ import numpy as np
 from autograder.judge.checks import (
     GradingFailure,
     close,
+    dtype_name,
     graded,
     in_sandbox,
     judged,
@@ -16,7 +17,6 @@ from autograder.judge.checks import (
 
 from .common import (
     TIME_LIMIT,
-    _dtype_name,
     _sandbox_subclass,
     _slow,
 )
@@ -138,7 +138,7 @@ def check_sgd(SGD, rng):
     with time_limit(TIME_LIMIT, _slow("SGD")):
         for k, (label, kwargs) in enumerate(configs):
             dtype = np.float32 if k == 1 else np.float64
-            label = f"{label}, {STEPS} steps, {_dtype_name(dtype)}" + (", a parameter without grad in one step"
+            label = f"{label}, {STEPS} steps, {dtype_name(dtype)}" + (", a parameter without grad in one step"
                                                                        if k in (1, 3) else "")
             p0 = [rng.standard_normal(s).astype(dtype) for s in SHAPES]
             grads = _grads(rng, dtype, skip=k in (1, 3))
@@ -247,7 +247,7 @@ def check_adam(Adam, rng):
     with time_limit(TIME_LIMIT, _slow("Adam")):
         for k, (label, kwargs, decoupled) in enumerate(configs):
             dtype = np.float32 if k == 2 else np.float64
-            label = f"{label}, {STEPS} steps, {_dtype_name(dtype)}" + (", a parameter without grad in one step"
+            label = f"{label}, {STEPS} steps, {dtype_name(dtype)}" + (", a parameter without grad in one step"
                                                                        if k == 1 else "")
             p0 = [rng.standard_normal(s).astype(dtype) for s in SHAPES]
             grads = _grads(rng, dtype, skip=k == 1)
