@@ -152,6 +152,22 @@ def test_diagnose_names_a_broken_earlier_op(tmp_path):
     assert not [line for line in problems if "a03-" in line or "NotImplementedError" in line], problems
 
 
+def test_each_piece_diagnose_checks_is_named_by_the_exercises_it_is_made_of(tmp_path):
+    """`@graded(..., diagnose=...)` states which pieces an exercise is part of; the kit lists them:
+    every piece diagnose() checks has its exercises, and no exercise names a piece it does not check."""
+    from autograder.judge import catalogue
+
+    build_kit(tmp_path)
+    result = run_in(tmp_path, """
+        from coursekit._exercises import DIAGNOSED
+        from coursekit.answers import _cases
+        print(sorted(what for what, _ in _cases()) == sorted(DIAGNOSED))
+        print(DIAGNOSED["x * y (broadcast)"], len(DIAGNOSED["conv2d"]))
+    """)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == ["True", f"('a02-mul', 'a02-unbroadcast') {len(catalogue.assignment('a03'))}"]
+
+
 def test_use_reaches_the_engines_own_subclasses(tmp_path):
     """AdamW is the engine's subclass of Adam: plugging in the student's Adam must reach it too."""
     build_kit(tmp_path)

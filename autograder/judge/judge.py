@@ -81,12 +81,6 @@ def code_cells(cells: list[dict], exercise: str | None = None) -> list[tuple[str
     return out
 
 
-# Checks that drive exercises of a later assignment, which are then sealed rather than stubbed:
-# run_backward is tested on graphs of Tensor ops, whose backward methods are assignment 2's. None
-# of them can stand in for a graph walk.
-DRIVES_LATER = {"a01-run-backward": ("a02",)}
-
-
 @functools.lru_cache(maxsize=256)  # every exercise of the course with all others answered, and more
 def _engine(exercise_id: str, unanswered: frozenset[str] = frozenset()) \
         -> tuple[dict, dict[str, str], tuple[Spec, ...], frozenset[str]]:
@@ -102,7 +96,7 @@ def _engine(exercise_id: str, unanswered: frozenset[str] = frozenset()) \
     - those the student has not answered (``unanswered``): stubs, as in the student's own kit, so
       no exercise is served by the reference of one the student has not done;
     - exercises of later assignments: stubs, as in the student's own kit (sealed for the few
-      checks of :data:`DRIVES_LATER`);
+      checks that drive them, ``@graded(..., drives=...)``);
     - exercises of earlier assignments: the reference (what a student of A has done already);
       a verdict's message is scrubbed of their code in every form (:mod:`autograder.judge.scrub`).
 
@@ -115,7 +109,7 @@ def _engine(exercise_id: str, unanswered: frozenset[str] = frozenset()) \
     homes = {s.name: kit.rename(s.module, top_level=False) for s in specs}
     if judged.whole_engine:  # every exercise stubbed: the student's answers fill the engine
         return kit.compiled(kit.kit_modules(specs, specs)), homes, (), frozenset()
-    driven = DRIVES_LATER.get(judged.id, ())
+    driven = judged.drives
     later = [s for s in specs if s.prefix > judged.prefix and s.prefix not in driven]
     missing = [s for s in specs if s.id in unanswered and s.id != judged.id]
     sealed = tuple(s for s in specs if (s.prefix == judged.prefix or s.prefix in driven)

@@ -40,7 +40,7 @@ def _args(params):
     return (params["stride"], params["padding"], params["dilation"], params["groups"])
 
 
-@graded("a03-conv2d", "solutions.ops.conv:conv2d_array", points=3)
+@graded("a03-conv2d", "solutions.ops.conv:conv2d_array", points=3, diagnose=("conv2d",))
 def check_conv2d(conv2d_array, rng):
     f = conv2d_array
     reference = judged().reference()
@@ -123,7 +123,7 @@ def _dz_not_transposed(grad, w, x_shape, params):
     return _im().col2im((w_t @ dz).reshape(G * Cg * KH * KW, -1), x_shape, (KH, KW), stride, padding, dilation)
 
 
-@graded("a03-conv2d-input-grad", "solutions.ops.conv:conv2d_input_grad_array", points=2)
+@graded("a03-conv2d-input-grad", "solutions.ops.conv:conv2d_input_grad_array", points=2, diagnose=("conv2d",))
 def check_conv2d_input_grad(conv2d_input_grad_array, rng):
     f = conv2d_input_grad_array
     reference = judged().reference()
@@ -157,7 +157,7 @@ def check_conv2d_input_grad(conv2d_input_grad_array, rng):
                            "the convolution's input gradient using your conv2d_input_grad_array")
 
 
-@graded("a03-conv2d-weight-grad", "solutions.ops.conv:conv2d_weight_grad_array", points=2)
+@graded("a03-conv2d-weight-grad", "solutions.ops.conv:conv2d_weight_grad_array", points=2, diagnose=("conv2d",))
 def check_conv2d_weight_grad(conv2d_weight_grad_array, rng):
     f = conv2d_weight_grad_array
     reference = judged().reference()

@@ -37,7 +37,7 @@ def _formula(size, kernel, stride, pad, dilation):
     return (size + pad - dilation * (kernel - 1) - 1) // stride + 1
 
 
-@graded("a03-output-size", "solutions.ops.im2col:output_size", points=1)
+@graded("a03-output-size", "solutions.ops.im2col:output_size", points=1, diagnose=("conv2d",))
 def check_output_size(output_size, rng):
     f = output_size
     cases = []
@@ -101,7 +101,7 @@ def _steps_swapped(xp, kernel, stride, dilation):
     return view[:, :, ::dh, ::dw, ::sh, ::sw]
 
 
-@graded("a03-windows", "solutions.ops.im2col:windows", points=2)
+@graded("a03-windows", "solutions.ops.im2col:windows", points=2, diagnose=("conv2d",))
 def check_windows(windows, rng):
     f = windows
     reference = judged().reference()
@@ -163,7 +163,7 @@ def _given_forms(k: int, kernel, stride, padding, dilation):
     return tuple(kernel), tuple(stride), ((top, bottom), (left, right)), tuple(dilation)
 
 
-@graded("a03-im2col", "solutions.ops.im2col:im2col", points=3)
+@graded("a03-im2col", "solutions.ops.im2col:im2col", points=3, diagnose=("im2col / col2im", "conv2d"))
 def check_im2col(im2col, rng):
     f = im2col
     reference = judged().reference()
@@ -243,7 +243,7 @@ def _crop(xp, padding, H, W, swapped=False):
     return xp[:, :, left:left + H, top:top + W] if swapped else xp[:, :, top:top + H, left:left + W]
 
 
-@graded("a03-col2im", "solutions.ops.im2col:col2im", points=3)
+@graded("a03-col2im", "solutions.ops.im2col:col2im", points=3, diagnose=("im2col / col2im", "conv2d"))
 def check_col2im(col2im, rng):
     f = col2im
     reference = judged().reference()

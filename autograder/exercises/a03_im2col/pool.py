@@ -73,7 +73,7 @@ def _max_zero_padded(x, kernel, stride, pad):
     return _im().windows(xp, kernel, stride, (1, 1)).max(axis=(-2, -1))
 
 
-@graded("a03-max-pool", "solutions.ops.pool:max_pool2d_array", points=3)
+@graded("a03-max-pool", "solutions.ops.pool:max_pool2d_array", points=3, diagnose=("conv2d", "max_pool2d"))
 def check_max_pool(max_pool2d_array, rng):
     f = max_pool2d_array
     reference = judged().reference()
@@ -171,7 +171,8 @@ def _integer_image(f, reference, rng) -> None:
         raise GradingFailure(f"{label}: index must be the offset of the winner inside its window, i*KW + j")
 
 
-@graded("a03-max-pool-backward", "solutions.ops.pool:max_pool2d_scatter_array", points=2)
+@graded("a03-max-pool-backward", "solutions.ops.pool:max_pool2d_scatter_array", points=2,
+        diagnose=("conv2d", "max_pool2d"))
 def check_max_pool_backward(max_pool2d_scatter_array, rng):
     f = max_pool2d_scatter_array
     reference = judged().reference()
@@ -276,7 +277,7 @@ def _avg_excluding_padding(x, kernel, stride, pad):
     return total / count
 
 
-@graded("a03-avg-pool", "solutions.ops.pool:avg_pool2d_array", points=2)
+@graded("a03-avg-pool", "solutions.ops.pool:avg_pool2d_array", points=2, diagnose=("conv2d", "avg_pool2d"))
 def check_avg_pool(avg_pool2d_array, rng):
     f = avg_pool2d_array
     reference = judged().reference()
@@ -315,7 +316,7 @@ def check_avg_pool(avg_pool2d_array, rng):
     _speed("avg_pool2d_array", f, np.zeros(SPEED_SHAPE, np.float32), (3, 3), (1, 1), (1, 1))
 
 
-@graded("a03-global-avg-pool", "solutions.ops.pool:global_avg_pool2d", points=1)
+@graded("a03-global-avg-pool", "solutions.ops.pool:global_avg_pool2d", points=1, diagnose=("conv2d",))
 def check_global_avg_pool(global_avg_pool2d, rng):
     S = student_engine()
     Tensor, grad = S.Tensor, S.grad

@@ -43,7 +43,7 @@ def _grads_of(E, fn, arrays, needs, upstream, name="the function"):
     return out, [None if g is None else np.array(g.data) for g in gs]
 
 
-@graded("a05-linear", "solutions.nn.functional:linear", points=1)
+@graded("a05-linear", "solutions.nn.functional:linear", points=1, diagnose=("linear", "Module.parameters"))
 def check_linear(linear, rng):
     import solutions as R
     S = student_engine()
@@ -105,7 +105,7 @@ def _t(a, requires_grad=False):
     return student_engine().Tensor(a, requires_grad=requires_grad)
 
 
-@graded("a05-dropout", "solutions.nn.functional:dropout", points=2)
+@graded("a05-dropout", "solutions.nn.functional:dropout", points=2, diagnose=("Module.parameters",))
 def check_dropout(dropout, rng):
     S = student_engine()
     Tensor, grad = S.Tensor, S.grad
@@ -221,7 +221,7 @@ def _bn_reference(x, rm, rv, w, b, training, momentum, eps, unbiased_norm=False,
     return y, rm, rv
 
 
-@graded("a05-batch-norm", "solutions.nn.functional:batch_norm", points=3)
+@graded("a05-batch-norm", "solutions.nn.functional:batch_norm", points=3, diagnose=("batch_norm", "Module.parameters"))
 def check_batch_norm(batch_norm, rng):
     import solutions as R
     S = student_engine()
@@ -320,7 +320,8 @@ def check_batch_norm(batch_norm, rng):
                                  "raise a ValueError")
 
 
-@graded("a05-cross-entropy", "solutions.nn.functional:cross_entropy", points=2)
+@graded("a05-cross-entropy", "solutions.nn.functional:cross_entropy", points=2,
+        diagnose=("cross_entropy", "Module.parameters"))
 def check_cross_entropy(cross_entropy, rng):
     import solutions as R
     S = student_engine()

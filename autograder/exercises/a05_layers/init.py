@@ -26,7 +26,7 @@ from .common import (
 # --------------------------------------------------------------------------------------------
 # Initialization
 # --------------------------------------------------------------------------------------------
-@graded("a05-fan-in-fan-out", "solutions.nn.init:fan_in_and_fan_out", points=1)
+@graded("a05-fan-in-fan-out", "solutions.nn.init:fan_in_and_fan_out", points=1, diagnose=("Module.parameters",))
 def check_fan(fan_in_and_fan_out, rng):
     f = fan_in_and_fan_out
     cases = [((5, 3), "a Linear weight (out, in)"), ((8, 3, 3, 3), "a Conv2d weight (K, C, KH, KW)"),
@@ -55,7 +55,7 @@ def check_fan(fan_in_and_fan_out, rng):
         raise GradingFailure("a 1-D shape has no fan in and fan out: raise a ValueError")
 
 
-@graded("a05-kaiming-uniform", "solutions.nn.init:kaiming_uniform_", points=1)
+@graded("a05-kaiming-uniform", "solutions.nn.init:kaiming_uniform_", points=1, diagnose=("Module.parameters",))
 def check_kaiming_uniform(kaiming_uniform_, rng):
     from solutions.nn import init
     Tensor = student_engine().Tensor
@@ -158,7 +158,7 @@ def _xavier_mistakes(shape, gain, std: float) -> list[tuple[float, str]]:
     return out
 
 
-@graded("a05-xavier-uniform", "solutions.nn.init:xavier_uniform_", points=1)
+@graded("a05-xavier-uniform", "solutions.nn.init:xavier_uniform_", points=1, diagnose=("Module.parameters",))
 def check_xavier_uniform(xavier_uniform_, rng):
     f = xavier_uniform_
     with time_limit(TIME_LIMIT, _slow("xavier_uniform_")):
@@ -185,7 +185,7 @@ def check_xavier_uniform(xavier_uniform_, rng):
                                  "fan_out))")
 
 
-@graded("a05-xavier-normal", "solutions.nn.init:xavier_normal_", points=1)
+@graded("a05-xavier-normal", "solutions.nn.init:xavier_normal_", points=1, diagnose=("Module.parameters",))
 def check_xavier_normal(xavier_normal_, rng):
     f = xavier_normal_
     with time_limit(TIME_LIMIT, _slow("xavier_normal_")):

@@ -428,7 +428,7 @@ def _check_load_state_dict(Module, rng):
 @graded("a05-module", "solutions.nn.module:Module",
         regions=("__setattr__", "named_modules", "named_parameters", "train", "_state_arrays", "state_dict",
                  "load_state_dict"),
-        points=4)
+        points=4, diagnose=("Module.parameters",))
 def check_module(Module, rng):
     with time_limit(TIME_LIMIT, _slow("Module")):
         _check_setattr(Module, rng)

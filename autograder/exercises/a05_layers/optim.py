@@ -120,7 +120,8 @@ def _sgd_sim(p0, grads, lr, momentum=0.0, dampening=0.0, nesterov=False, weight_
     return history
 
 
-@graded("a05-sgd", "solutions.optim:SGD", regions=("_update",), points=3, title="SGD._update")
+@graded("a05-sgd", "solutions.optim:SGD", regions=("_update",), points=3, title="SGD._update",
+        diagnose=("Module.parameters",))
 def check_sgd(SGD, rng):
     import solutions as R
     S = student_engine()
@@ -231,7 +232,8 @@ def _adam_sim(p0, grads, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0
     return history
 
 
-@graded("a05-adam", "solutions.optim:Adam", regions=("_update",), points=3, title="Adam._update")
+@graded("a05-adam", "solutions.optim:Adam", regions=("_update",), points=3, title="Adam._update",
+        diagnose=("Adam", "Module.parameters"))
 def check_adam(Adam, rng):
     import solutions as R
     S = student_engine()
