@@ -11,9 +11,12 @@ import os
 import sys
 from collections.abc import Sequence
 
+from autograder import kit
 from autograder.analytics import THRESHOLD
+from autograder.authoring import sync
 from autograder.course import DEFAULT_COURSE, DEFAULT_SOLUTIONS, Course, CourseError
 from autograder.course.owner import OwnerError, act_as_owner, controllers, without_course
+from autograder.course.students import printable
 
 # Once workers are forked, grading is CPU-bound: one worker per CPU (benchmarks/bench_grading.py
 # measured 1.8x with 2 workers on 2 CPUs, and nothing more from a third).
@@ -71,7 +74,7 @@ def cmd_release(course: Course, args) -> int:
 
 
 def cmd_collect(course: Course, args) -> int:
-    from autograder.commands.collect import collect, collect_exchange, printable
+    from autograder.commands.collect import collect, collect_exchange
 
     assignment = course.require_assignment(args.assignment)
     if (args.path is None) == (args.exchange is None):
@@ -129,7 +132,6 @@ def cmd_grade(course: Course, args) -> int:
 
 
 def cmd_feedback(course: Course, args) -> int:
-    from autograder.commands.collect import printable
     from autograder.commands.feedback import feedback
 
     report = feedback(course, course.require_assignment(args.assignment), args.exchange)
@@ -168,7 +170,6 @@ def cmd_report(course: Course, args) -> int:
 
 
 def cmd_students(course: Course, args) -> int:
-    from autograder.commands.collect import printable
     from autograder.course.lms import import_roster, load_roster, roster_path, students_table
 
     if args.action == "import":
@@ -205,14 +206,11 @@ def cmd_check(course: Course, args) -> int:
 
 
 def cmd_sync(course: Course, args) -> int:
-    from autograder.authoring import sync
-    argv = [*args.assignment, "--source", str(course.source_dir(".").resolve())]
-    return sync.main([*argv, "--check"] if args.check else argv)
+    return sync.run(args, course.source_dir(".").resolve())
 
 
 def cmd_kit(course: Course, args) -> int:
-    from autograder import kit
-    return kit.main([args.dest, *(["--reference"] if args.reference else [])])
+    return kit.run(args)
 
 
 def cmd_demo(course: Course, args) -> int:
@@ -221,7 +219,7 @@ def cmd_demo(course: Course, args) -> int:
     assignments = course.assignments()
     if not assignments:
         raise CourseError(f"no assignments in {course.source_dir('*').parent}")
-    demo(course, course.require_assignment(args.assignment or assignments[0]), args.out, jobs=args.jobs)
+    demo(course, course.require_assignment(args.assignment or assignments[0]), main, args.out, jobs=args.jobs)
     return 0
 
 
@@ -323,16 +321,11 @@ def build_parser() -> argparse.ArgumentParser:
                      help="wall seconds per exercise, the student's cells included "
                           "(default: the course's Execute.timeout)")
 
-    sub = add("sync", cmd_sync,
-              "write the reference (solutions/) into the source notebooks' solution regions, the one source "
-              "of every solution line; --check changes nothing and fails on a region that drifted")
-    sub.add_argument("assignment", nargs="*", help="default: every assignment in source/")
-    sub.add_argument("--check", action="store_true", help="change nothing; exit 1 if a region drifted")
-
-    sub = add("kit", cmd_kit, "write the students' course kit (coursekit/) into a folder, as release does")
-    sub.add_argument("dest", help="folder that receives coursekit/")
-    sub.add_argument("--reference", action="store_true",
-                     help="the reference behind the kit's API, for the book build (never release it)")
+    sync.add_arguments(add("sync", cmd_sync,
+                           "write the reference (solutions/) into the source notebooks' solution regions, the one "
+                           "source of every solution line; --check changes nothing and fails on a region that "
+                           "drifted"))
+    kit.add_arguments(add("kit", cmd_kit, "write the students' course kit (coursekit/) into a folder, as release does"))
 
     sub = add("demo", cmd_demo, "the whole loop on synthetic submissions, in a scratch copy of the course")
     sub.add_argument("assignment", nargs="?", help="default: the first assignment")

@@ -2,9 +2,8 @@
 
 import pytest
 
-from autograder.authoring.selfcheck import apply_mutant
 from autograder.course import CourseError
-from autograder.mutants import Mutant
+from autograder.mutants import Mutant, apply_mutant
 
 from autograder_support import ASSIGNMENT, FIXTURE, autograder, make_course, source_notebook, table
 

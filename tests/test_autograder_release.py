@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from autograder.commands.release import MIN_CHARS, signature
+from autograder.course.codelines import MIN_CHARS, signature
 
 from autograder_support import (
     ASSIGNMENT,

@@ -10,8 +10,9 @@ import ast
 import re
 from pathlib import Path
 
-from autograder.authoring.selfcheck import _read_notebooks, apply_mutant
+from autograder.authoring.selfcheck import _read_notebooks
 from autograder.judge import catalogue
+from autograder.mutants import apply_mutant
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "assignments" / "README.md"
@@ -48,7 +49,8 @@ def test_the_readme_check_example_declares_a_real_exercise():
     real = {s.id: s for s in catalogue.assignment(assignment)}
     assert exercise_id in real, f"the README's example declares {exercise_id}, which {assignment} does not have"
     declared = catalogue.Spec(exercise_id, args[1] if len(args) > 1 else kwargs.get("source"),
-                                tuple(kwargs.get("regions", ())), kwargs.get("points", 2))
+                                tuple(kwargs.get("regions", ())), kwargs.get("points", 2),
+                                drives=tuple(kwargs.get("drives", ())), diagnosed_by=tuple(kwargs.get("diagnose", ())))
     assert declared == real[exercise_id], f"README: {declared}\nreal:   {real[exercise_id]}"
 
 

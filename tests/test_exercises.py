@@ -15,11 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from autograder.authoring.selfcheck import apply_mutant
 from autograder.judge import catalogue
 from autograder.judge.bubblewrap import Sandbox
 from autograder.judge.judge import code_cells, judge
-from autograder.mutants import Mutant, load_alternatives, load_mutants
+from autograder.mutants import Mutant, apply_mutant, load_alternatives, load_mutants
 
 REPO = Path(__file__).resolve().parents[1]
 SOURCE = REPO / "assignments" / "source"
@@ -62,7 +61,8 @@ def failure(exercise_id: str, notebook: dict | None = None, budget: float = 60) 
     notebook = notebook or notebook_with(exercise_id)
     the_spec = catalogue.exercise(exercise_id)
     result = judge(exercise_id, code_cells(notebook["cells"], exercise_id), sandbox=SANDBOX,
-                   budget=the_spec.budget or budget, earlier=earlier(exercise_id) if the_spec.whole_engine else None)
+                   budget=the_spec.budget or budget, earlier=earlier(exercise_id) if the_spec.whole_engine else None,
+                   answers=code_cells(notebook["cells"]))
     assert not result.detail, f"the check of {exercise_id} itself failed:\n{result.detail}"
     return "" if result.passed else f"{exercise_id}: {result.message}"
 

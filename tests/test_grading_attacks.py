@@ -493,3 +493,33 @@ def test_a_cpu_hog_graded_beside_an_honest_student_costs_them_nothing(tmp_path, 
                   for s in gb.find_assignment(assignment).submissions}
     assert scores == {"honest": full, "hog": 0}
     assert _orphaned_sandbox_processes() == []
+
+
+def test_what_the_sandbox_says_it_runs_is_a_label_the_judge_sent(tmp_path):
+    """A cell that writes its own "running" frame on the channel, then hangs: before, its text became
+    the label of the time-out and reached the note on a skipped cell, which no scrub reads (issue 29,
+    section 5: no text of the sandbox's choosing leaves through any message). Now an unknown label is
+    ignored: the time-out names the cell that really hung."""
+    import autograder.judge.submission as grading
+    from autograder.judge.bubblewrap import Sandbox
+
+    ref = source()
+    source_dir = tmp_path / "source" / ASSIGNMENT
+    source_dir.mkdir(parents=True)
+    (source_dir / f"{NOTEBOOK}.ipynb").write_text(json.dumps(ref))
+    first = next(i for i, c in enumerate(ref["cells"]) if c["cell_type"] == "code" and not nbgrader(c))
+    marker = "FORGED-LABEL-3f9a"
+    forge = ("import os, stat, sys\nimport wire\n"
+             f"label = {marker!r} + ' while running your cell cell {first + 1}'\n"
+             "for fd in range(3, 32):\n    try:\n        if stat.S_ISFIFO(os.fstat(fd).st_mode):\n"
+             "            wire.write(fd, wire.pack({'running': label}, []))\n    except OSError:\n        pass\n"
+             "while True:\n    pass\n")
+    submitted = tmp_path / "submitted"
+    submitted.mkdir()
+    (submitted / f"{NOTEBOOK}.ipynb").write_text(json.dumps(with_cell(ref, forge, after="a02-mul-hidden")))
+    result = grading.grade_submission(source_dir, submitted, tmp_path / "out", sandbox=Sandbox(), budget=5)
+    messages = [v["message"] for v in result["notebooks"][NOTEBOOK].values()]
+    out = nbformat.read(tmp_path / "out" / f"{NOTEBOOK}.ipynb", as_version=4)
+    notes = [o["evalue"] for c in out.cells if c.cell_type == "code" for o in c.outputs]
+    assert not [text for text in messages + notes if marker in text]
+    assert any("interrupted and skipped" in note for note in notes)  # the forging cell hung, and was skipped

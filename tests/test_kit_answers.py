@@ -125,8 +125,7 @@ def test_explicit_load_from_elsewhere(home, tmp_path):
 def diagnose_with_mutant(home: Path, assignment: str, mutant_id: str) -> list[str]:
     """diagnose()'s problem lines in a06's kit, with a01-a05's reference notebooks beside it except
     that `assignment`'s carries the named mutant (a classic mistake of the catalogue)."""
-    from autograder.authoring.selfcheck import apply_mutant
-    from autograder.mutants import load_mutants
+    from autograder.mutants import apply_mutant, load_mutants
 
     for name in sorted(p.name for p in SOURCE.iterdir() if p.name < "a06"):
         (home / name).mkdir()
@@ -151,6 +150,22 @@ def test_diagnose_names_a_broken_earlier_op(tmp_path):
     problems = diagnose_with_mutant(tmp_path, "a02_broadcasting", "mul-swapped")
     assert any(line.startswith("x * y") and "a02-mul" in line for line in problems), problems
     assert not [line for line in problems if "a03-" in line or "NotImplementedError" in line], problems
+
+
+def test_each_piece_diagnose_checks_is_named_by_the_exercises_it_is_made_of(tmp_path):
+    """`@graded(..., diagnose=...)` states which pieces an exercise is part of; the kit lists them:
+    every piece diagnose() checks has its exercises, and no exercise names a piece it does not check."""
+    from autograder.judge import catalogue
+
+    build_kit(tmp_path)
+    result = run_in(tmp_path, """
+        from coursekit._exercises import DIAGNOSED
+        from coursekit.answers import _cases
+        print(sorted(what for what, _ in _cases()) == sorted(DIAGNOSED))
+        print(DIAGNOSED["x * y (broadcast)"], len(DIAGNOSED["conv2d"]))
+    """)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == ["True", f"('a02-mul', 'a02-unbroadcast') {len(catalogue.assignment('a03'))}"]
 
 
 def test_use_reaches_the_engines_own_subclasses(tmp_path):

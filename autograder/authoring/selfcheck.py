@@ -16,7 +16,6 @@ In a scratch copy of the course, with its own gradebook (the real one is never t
 
 from __future__ import annotations
 
-import copy
 import shutil
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -27,7 +26,7 @@ from autograder.course import Course, CourseError, notebook
 from autograder.grading.record import Outcome
 from autograder.grading.workers import Limits, scratch_dir
 from autograder.judge import catalogue
-from autograder.mutants import Mutant, load_alternatives, load_mutants
+from autograder.mutants import Mutant, apply_mutant, load_alternatives, load_mutants
 
 SOLUTION, UNANSWERED = "solution", "unanswered"
 TIMESTAMP = "2000-01-01 00:00:00.000000 UTC"
@@ -61,31 +60,6 @@ def test_cells(course: Course, assignment: str) -> list[TestCell]:
             if notebook.is_test(cell):
                 cells.append(TestCell(name, notebook.grade_id(cell), float(notebook.nbgrader(cell).get("points", 0))))
     return cells
-
-
-def apply_mutant(notebooks: dict[str, dict], mutant: Mutant, assignment: str) -> tuple[str, dict]:
-    """(notebook name, mutated copy of that notebook); CourseError if the mutant does not apply."""
-    for name, nb in notebooks.items():
-        for index, cell in enumerate(nb["cells"]):
-            if notebook.grade_id(cell) != mutant.exercise or not notebook.is_answer(cell):
-                continue
-            source = notebook.text(cell["source"])
-            hits = []
-            for start, end in notebook.solution_spans(source):
-                at = source.find(mutant.find, start, end)
-                while at != -1 and at + len(mutant.find) <= end:
-                    hits.append(at)
-                    at = source.find(mutant.find, at + 1, end)
-            if len(hits) != 1:
-                raise CourseError(
-                    f"mutant '{mutant.id}' of {assignment}: `find` occurs {len(hits)} times in the solution "
-                    f"region of cell '{mutant.exercise}' ({name}.ipynb); it must occur exactly once")
-            mutated = copy.deepcopy(nb)
-            at = hits[0]
-            mutated["cells"][index]["source"] = source[:at] + mutant.replace + source[at + len(mutant.find):]
-            return name, mutated
-    raise CourseError(f"mutant '{mutant.id}' of {assignment}: no solution cell with grade_id "
-                      f"'{mutant.exercise}' in {', '.join(f'{n}.ipynb' for n in notebooks)}")
 
 
 def _read_notebooks(folder: Path) -> dict[str, dict]:

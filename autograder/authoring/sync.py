@@ -147,20 +147,31 @@ def sync(names: list[str] | None = None, write: bool = True, root: Path = SOURCE
     return problems
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="autograder sync", description=__doc__.split("\n")[0])
-    parser.add_argument("assignment", nargs="*", help="default: every assignment in assignments/source/")
+def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """The arguments of sync, for ``autograder sync`` and this module's own command line alike."""
+    parser.add_argument("assignment", nargs="*", help="default: every assignment of the course's source/")
     parser.add_argument("--check", action="store_true", help="change nothing; exit 1 if a region drifted")
-    parser.add_argument("--source", default=str(SOURCE_ROOT),
-                        help="the course's source folder (default: %(default)s)")
-    args = parser.parse_args(argv)
-    problems = sync(args.assignment or None, write=not args.check, root=Path(args.source))
+    return parser
+
+
+def run(args: argparse.Namespace, root: Path = SOURCE_ROOT) -> int:
+    """Sync (or check, with ``--check``) the assignments of ``args`` in the source folder ``root``."""
+    problems = sync(args.assignment or None, write=not args.check, root=root)
     for p in problems:
         print(p, file=sys.stderr)
     if args.check:
         print("sync --check: "
               + (f"{len(problems)} problem(s)" if problems else "every solution region matches solutions/"))
     return 1 if problems else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = add_arguments(argparse.ArgumentParser(prog="python -m autograder.authoring.sync",
+                                                   description=__doc__.split("\n")[0]))
+    parser.add_argument("--source", default=str(SOURCE_ROOT),
+                        help="the course's source folder (default: %(default)s)")
+    args = parser.parse_args(argv)
+    return run(args, Path(args.source))
 
 
 if __name__ == "__main__":

@@ -51,17 +51,15 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
 
-from autograder.course import MAX_ID_LENGTH, MAX_NOTEBOOK_BYTES, SAFE_ID, Course, CourseError, notebook, size_text
+from autograder.course import MAX_NOTEBOOK_BYTES, Course, CourseError, notebook, size_text
 from autograder.course.exchange import SECRET_FILE, read_inbound
 from autograder.course.files import write_file
 from autograder.course.lms import Placement, Roster, lms_placement, load_roster, notebook_of, vet_moodle_names
+from autograder.course.students import check_student_id, printable
 
 MAX_ZIP_NOTEBOOK_BYTES = 2**30       # the notebooks of one zip, unpacked: 500 students at 2 MB each
 MAX_ZIP_ENTRIES = 100_000
 MAX_JSON_DEPTH = 64                  # a notebook nests about 6 deep; deeper input only hurts what reads it
-STUDENT_ID = SAFE_ID                 # ids become folder and file names (autograder.course says why)
-STUDENT_ID_RULE = (f"1 to {MAX_ID_LENGTH} characters: letters, digits, '.', '_', '-', "
-                   "starting with a letter or a digit")
 JUNK = ("__MACOSX", ".DS_Store", ".ipynb_checkpoints", "Thumbs.db")
 TIMESTAMP_FORMAT = "%Y-%m-%d %H:%M:%S.%f %Z"  # nbgrader's own timestamp.txt format
 
@@ -98,20 +96,6 @@ class CollectReport:
     imported: list[tuple[str, str, str]] = field(default_factory=list)   # student, notebooks, status
     skipped: list[tuple[str, str]] = field(default_factory=list)         # file, reason
     released_ignored: dict[str, int] = field(default_factory=dict)       # student, released kit entries submitted back
-
-
-def printable(text: str) -> str:
-    """``text`` safe to print on a terminal: control and format characters, and the bytes of a file
-    name that were not valid UTF-8, written as Python escapes (``\\x1b``, ``\\udcff``)."""
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
-
-
-def check_student_id(student: str) -> str:
-    """``student`` if it is a valid id, else ValueError quoting it (escaped) and the rule."""
-    if not STUDENT_ID.fullmatch(student):
-        shown = student if len(student) <= 80 else f"{student[:40]}...{student[-20:]} ({len(student)} characters)"
-        raise ValueError(f"bad student id {printable(repr(shown))}: ids are {STUDENT_ID_RULE}")
-    return student
 
 
 # -- reading an export ---------------------------------------------------------------------------

@@ -26,13 +26,12 @@ import json
 import shutil
 import tempfile
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from autograder import cli
-from autograder.authoring.selfcheck import apply_mutant
 from autograder.course import DEFAULT_SOLUTIONS, Course, CourseError, notebook
-from autograder.mutants import load_alternatives, load_mutants
+from autograder.mutants import apply_mutant, load_alternatives, load_mutants
 
 MARKER = ".autograder-demo"
 
@@ -110,7 +109,10 @@ def _export(course: Course, assignment: str, folder: Path) -> list[str]:
             "grace: bob's notebook, copied, its comments changed"]
 
 
-def demo(course: Course, assignment: str, out: str | None = None, *, jobs: int = 2) -> Path:
+def demo(course: Course, assignment: str, run: Callable[[list[str]], int], out: str | None = None, *,
+         jobs: int = 2) -> Path:
+    """The loop in a scratch copy of ``course``, each command given to ``run`` as its argv (the
+    command line's own ``main``)."""
     work = _workdir(out)
     (work / MARKER).write_text("made by `autograder demo`; deleted by the next demo with the same --out\n")
     scratch_root = work / "course"
@@ -123,7 +125,7 @@ def demo(course: Course, assignment: str, out: str | None = None, *, jobs: int =
 
     def step(*args: str) -> None:
         print(f"$ autograder --course {scratch_root} {' '.join(args)}", flush=True)
-        cli.main(["--course", str(scratch_root), *args])
+        run(["--course", str(scratch_root), *args])
         print(flush=True)
 
     step("release", assignment, "--solutions", str(DEFAULT_SOLUTIONS))

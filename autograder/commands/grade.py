@@ -40,69 +40,21 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import os
 import shutil
-import signal
 import sys
-import threading
 from collections import deque
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from tqdm import tqdm
 
-from autograder.course import MAX_NOTEBOOK_BYTES, Course, CourseError, notebook, size_text
+from autograder.course import MAX_NOTEBOOK_BYTES, Course, CourseError, size_text
+from autograder.grading.control import StopRequest
 from autograder.grading.record import Ledger, Outcome, _graded_outcome, _record, fingerprint
 from autograder.grading.workers import Finished, Limits, Run
 
 if TYPE_CHECKING:
     from autograder.grading.executors import ClusterAccess, Executor
-
-
-class StopRequest:
-    """Ctrl-C while grading is a request to stop at the next safe point.
-
-    A KeyboardInterrupt raised anywhere could land inside a gradebook session and leave a SQLite
-    connection holding its lock (seen in testing: the next run then fails with "database is
-    locked"). Instead, SIGINT only sets a flag and writes a byte to :attr:`wakeup` (a pipe an
-    executor waits on beside its workers, so the request is seen at once), and
-    :meth:`checkpoint` raises between students, where no database session is open.
-    """
-
-    def __init__(self) -> None:
-        self.requested = False
-        self._previous: Any = None
-        self.wakeup, self._wakeup_w = os.pipe()
-
-    def __enter__(self) -> StopRequest:
-        if threading.current_thread() is threading.main_thread():  # signals are main-thread only
-            self._previous = signal.signal(signal.SIGINT, self._request)
-        return self
-
-    def _request(self, signum: int, frame: object) -> None:
-        self.requested = True
-        with contextlib.suppress(OSError):
-            os.write(self._wakeup_w, b"!")
-
-    def checkpoint(self) -> None:
-        if self.requested:
-            raise KeyboardInterrupt
-
-    def __exit__(self, *exc: object) -> None:
-        if self._previous is not None:
-            signal.signal(signal.SIGINT, self._previous)
-        os.close(self.wakeup)
-        os.close(self._wakeup_w)
-
-
-
-
-
-
-
-
-
-
 
 
 # -- the command ---------------------------------------------------------------------------------
@@ -242,27 +194,3 @@ class GradingRun:
         self.outcomes[done.student] = outcome
         bar.set_postfix_str(f"{done.student}: {outcome.status}")
         bar.update(1)
-
-
-def wall_limit(course: Course, assignment: str, limits: Limits) -> float:
-    """The backstop for one student: by default long enough for every exercise to use its whole
-    budget (a student whose every answer hangs still gets each exercise judged, and 0 for those),
-    twice (an exercise that finds a hung cell is judged again without it), each stretched as far
-    as a sandbox's clock may lag the wall clock on a busy machine (``WALL_STRETCH``)."""
-    from autograder.judge.session import WALL_STRETCH
-    notebooks = course.notebooks(assignment)
-    if limits.notebook_timeout is not None:
-        return limits.notebook_timeout * max(1, len(notebooks))
-    from autograder.judge import catalogue
-    from autograder.judge.submission import judged_exercises
-    total = 0.0
-    for name in notebooks:
-        for exercise in judged_exercises(notebook.read(course.source_dir(assignment) / f"{name}.ipynb").cells):
-            budget = getattr(catalogue.declared(exercise), "budget", None) or exercise_budget(course, limits)
-            total += 2 * (WALL_STRETCH * budget + 5)
-    return total + 60
-
-
-def exercise_budget(course: Course, limits: Limits) -> float:
-    """Seconds of sandbox clock per exercise, unless its spec says otherwise."""
-    return limits.cell_timeout or course.config().Execute.get("timeout") or 60

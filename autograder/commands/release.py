@@ -7,9 +7,8 @@ text files) and reports, by file and line:
 
 * nbgrader markers: ``BEGIN SOLUTION`` / ``END SOLUTION`` / ``BEGIN HIDDEN TESTS`` / ``END HIDDEN TESTS``;
 * any line that is also a secret line, compared after normalisation (comments and spacing
-  ignored) and only for meaningful lines: at least MIN_TOKENS tokens and MIN_CHARS characters,
-  and not blank, a comment, an import, a ``def`` / ``class`` / decorator line (signatures are
-  given to students on purpose) or a docstring. Secret lines are the lines inside the solution
+  ignored) and only for meaningful lines (:mod:`autograder.course.codelines`), docstrings left
+  out. Secret lines are the lines inside the solution
   regions of every source notebook of the course (quoting another exercise's answer is caught
   too), and the reference code students do not get:
 
@@ -38,20 +37,17 @@ from nbgrader.utils import parse_utc, temp_attrs
 from traitlets.config import Config
 
 from autograder.course import Course, CourseError, nbgrader_errors, notebook
+from autograder.course.codelines import quotes, quoting, signature
 
 KIT = "coursekit"
 MARKERS = (notebook.BEGIN_SOLUTION, notebook.END_SOLUTION, notebook.BEGIN_HIDDEN, notebook.END_HIDDEN)
 ALLOW = "release-scan: allow"
-MIN_TOKENS = 6
-MIN_CHARS = 20
-_TOKEN = re.compile(r"\w+|[^\w\s]")
 # Lines of the kit's given code that also occur in a solution region, and why that reveals nothing.
 KIT_SHARED_LINES = {
     "if isinstance(x, Tensor):": "the type dispatch that opens every array-or-Tensor function of the kit",
     "if self.needs_input_grad[0]:": "every op's backward asks which inputs need a gradient",
     "if self.needs_input_grad[1]:": "every op's backward asks which inputs need a gradient",
 }
-_NOT_CODE = ("#", "import ", "from ", "@", "def ", "class ", "async def ", '"', "'")
 
 
 @dataclass(frozen=True)
@@ -63,30 +59,6 @@ class Leak:
 
     def __str__(self) -> str:
         return f"{self.file}: {self.where}: {self.what}: {self.text.strip()}"
-
-
-def _strip_comment(line: str) -> str:
-    quote = None
-    for i, char in enumerate(line):
-        if quote:
-            if char == quote and line[i - 1] != "\\":
-                quote = None
-        elif char in "\"'":
-            quote = char
-        elif char == "#":
-            return line[:i]
-    return line
-
-
-def signature(line: str) -> str | None:
-    """The normalised form of a meaningful code line, or None for a line too trivial to compare."""
-    stripped = line.strip()
-    if not stripped or stripped.startswith(_NOT_CODE):
-        return None
-    tokens = _TOKEN.findall(_strip_comment(stripped))
-    if len(tokens) < MIN_TOKENS or len("".join(tokens)) < MIN_CHARS:
-        return None
-    return " ".join(tokens)
 
 
 def _docstring_lines(source: str) -> set[int]:
@@ -173,16 +145,10 @@ def _released_lines(path: Path):
         yield f"line {lineno}", line
 
 
-def _tokens(line: str) -> str:
-    return " ".join(_TOKEN.findall(_strip_comment(line)))
-
-
 def scan(folder: Path, index: dict[str, str], relative_to: Path) -> list[Leak]:
     kit = folder / KIT
     shared = {signature(line) for line in KIT_SHARED_LINES}
-    # A secret line also counts when quoted inside a longer line ("A hint: `...`"): match it as a
-    # run of whole tokens anywhere in the released line's tokens.
-    quoted = re.compile("|".join(f" {re.escape(key)} " for key in sorted(index, key=len, reverse=True)))
+    quoted = quoting(index)  # a secret line also counts when quoted inside a longer line
     leaks = []
     for path in sorted(p for p in folder.rglob("*") if p.is_file()):
         name = str(path.relative_to(relative_to))
@@ -193,7 +159,7 @@ def scan(folder: Path, index: dict[str, str], relative_to: Path) -> list[Leak]:
                 continue
             if ALLOW in line or not index:
                 continue
-            found = quoted.search(f" {_tokens(line)} ")
+            found = quotes(quoted, line)
             if found and path.is_relative_to(kit) and signature(line) in shared:
                 continue
             if found:

@@ -11,7 +11,6 @@ roster, and the files Canvas and Moodle export and import).
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,6 +21,7 @@ from traitlets.config import Config
 from traitlets.config.loader import PyFileConfigLoader
 
 from autograder.course.nbgrader_glue import api_defaults, fast_gradebook_creation
+from autograder.course.students import SAFE_ID
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 # The course is where the instructor works, never where the package was installed: `assignments/`
@@ -29,14 +29,9 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_COURSE = Path("assignments")
 DEFAULT_SOLUTIONS = REPO_ROOT / "solutions"  # the reference next to the package, installed or not
 
-# Ids that become directory names: no separators, no leading dot, nothing a shell or glob expands.
-# A student (or mutant) id: grade writes files named `.<id>.json.tmp`, and 255 bytes is the usual
-# limit of a file name; `collect` refuses longer ids, and a folder placed by hand is not graded.
-MAX_ID_LENGTH = 64
 # The largest notebook a submission may hold, on every path (an LMS export, the exchange, a Dask
 # worker's reply, which carries the graded notebook: this plus the judge's capped messages).
 MAX_NOTEBOOK_BYTES = 24 * 2**20
-SAFE_ID = re.compile(rf"[A-Za-z0-9][A-Za-z0-9._-]{{0,{MAX_ID_LENGTH - 1}}}")  # use fullmatch
 
 
 def size_text(n: int) -> str:

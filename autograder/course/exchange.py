@@ -35,8 +35,9 @@ from pathlib import Path
 
 from nbgrader.utils import notebook_hash
 
-from autograder.course import MAX_ID_LENGTH, MAX_NOTEBOOK_BYTES, SAFE_ID, size_text
+from autograder.course import MAX_NOTEBOOK_BYTES, size_text
 from autograder.course.files import write_replacing
+from autograder.course.students import MAX_ID_LENGTH, SAFE_ID
 
 SECRET_FILE = "submission_secret.txt"
 SECRET = re.compile(r"[0-9a-f]{16,256}")  # nbgrader's secrets.token_hex(64): 128 hex digits

@@ -72,6 +72,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path, PurePosixPath
 
 from autograder.course import Course, CourseError, safe_csv
+from autograder.course.students import check_student_id, printable
 
 ROSTER_COLUMNS = ("id", "first_name", "last_name", "email", "canvas_id", "moodle_id", "sis_id", "sis_login_id")
 UNIQUE_COLUMNS = ("id", "email", "canvas_id", "moodle_id")
@@ -141,7 +142,6 @@ def read_roster(path: str | Path, neutralised: bool = False) -> Roster:
     """The roster in ``path``, or CourseError naming the file, the line and the column at fault.
     ``neutralised``: the file is the course's own copy, whose cells :mod:`~autograder.course.safe_csv`
     wrote (read back exactly as they were imported)."""
-    from autograder.commands.collect import check_student_id, printable
 
     path = Path(path)
     try:

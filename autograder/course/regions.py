@@ -12,7 +12,6 @@ import functools
 import io
 import tokenize
 from dataclasses import dataclass
-from pathlib import Path
 
 from autograder.course import notebook
 
@@ -95,10 +94,6 @@ def locate(source: str, qualname: str) -> Body:
         start += 1
     indent = lines[statements[0].lineno - 1][: statements[0].col_offset]
     return Body(qualname, start, end, indent, tuple(lines[start - 1:end]))
-
-
-def locate_file(path: Path, qualname: str) -> Body:
-    return locate(Path(path).read_text(), qualname)
 
 
 # --------------------------------------------------------------------------------------------

@@ -66,7 +66,8 @@ def _unbroadcast_shape_hint(gshape, shape, got) -> str:
     return "the result does not have the shape `shape`"
 
 
-@graded("a02-unbroadcast", "solutions.ops.shape:unbroadcast", points=3)
+@graded("a02-unbroadcast", "solutions.ops.shape:unbroadcast", points=3,
+        diagnose=("x + y (broadcast)", "x * y (broadcast)"))
 def check_unbroadcast(unbroadcast, rng):
     S = student_engine()
     Tensor, grad = S.Tensor, S.grad
@@ -146,7 +147,7 @@ def binary_cases(rng, call, positive_y: bool = False) -> list[Case]:
     return cases
 
 
-@graded("a02-add", "solutions.ops.elementwise:Add", regions=("backward",), points=2)
+@graded("a02-add", "solutions.ops.elementwise:Add", regions=("backward",), points=2, diagnose=("x + y (broadcast)",))
 def check_add(Add, rng):
     def hint(ctx):
         if ctx.matches(sum_to(np.ones_like(ctx.out), ctx.inputs[ctx.index].shape)):
@@ -156,7 +157,7 @@ def check_add(Add, rng):
     check_op(Add, "Add", binary_cases(rng, op("add")), rng, hint)
 
 
-@graded("a02-mul", "solutions.ops.elementwise:Mul", regions=("backward",), points=2)
+@graded("a02-mul", "solutions.ops.elementwise:Mul", regions=("backward",), points=2, diagnose=("x * y (broadcast)",))
 def check_mul(Mul, rng):
     def hint(ctx):
         x, y = ctx.inputs
@@ -172,7 +173,7 @@ def check_mul(Mul, rng):
     check_op(Mul, "Mul", binary_cases(rng, op("mul")), rng, hint)
 
 
-@graded("a02-div", "solutions.ops.elementwise:Div", regions=("backward",), points=2)
+@graded("a02-div", "solutions.ops.elementwise:Div", regions=("backward",), points=2, diagnose=("x / y",))
 def check_div(Div, rng):
     cls = Div
 
@@ -208,7 +209,7 @@ def unary_cases(rng, call, low=-2.0, high=2.0, extra=()) -> list[Case]:
     return cases
 
 
-@graded("a02-pow-scalar", "solutions.ops.elementwise:PowScalar", regions=("backward",), points=2)
+@graded("a02-pow-scalar", "solutions.ops.elementwise:PowScalar", regions=("backward",), points=2, diagnose=("x ** p",))
 def check_pow_scalar(PowScalar, rng):
     cls = PowScalar
     for p, label in [(2, "a square"), (3, "a cube"), (0.5, "a square root"), (-1.5, "a negative fractional power"),
@@ -246,7 +247,7 @@ def check_pow_scalar(PowScalar, rng):
         raise GradingFailure(f"{failure}: {zero_hint(None)}") from None
 
 
-@graded("a02-exp", "solutions.ops.elementwise:Exp", regions=("backward",), points=2)
+@graded("a02-exp", "solutions.ops.elementwise:Exp", regions=("backward",), points=2, diagnose=("exp, log",))
 def check_exp(Exp, rng):
     def hint(ctx):
         (x,) = ctx.inputs
@@ -257,7 +258,7 @@ def check_exp(Exp, rng):
     check_op(Exp, "Exp", unary_cases(rng, op("exp")), rng, hint)
 
 
-@graded("a02-log", "solutions.ops.elementwise:Log", regions=("backward",), points=2)
+@graded("a02-log", "solutions.ops.elementwise:Log", regions=("backward",), points=2, diagnose=("exp, log",))
 def check_log(Log, rng):
     def hint(ctx):
         (x,) = ctx.inputs
@@ -270,7 +271,7 @@ def check_log(Log, rng):
     check_op(Log, "Log", unary_cases(rng, op("log"), 0.2, 3.0), rng, hint)
 
 
-@graded("a02-tanh", "solutions.ops.elementwise:Tanh", regions=("backward",), points=2)
+@graded("a02-tanh", "solutions.ops.elementwise:Tanh", regions=("backward",), points=2, diagnose=("tanh, sigmoid",))
 def check_tanh(Tanh, rng):
     def hint(ctx):
         (x,) = ctx.inputs
@@ -283,7 +284,8 @@ def check_tanh(Tanh, rng):
     check_op(Tanh, "Tanh", unary_cases(rng, op("tanh")), rng, hint)
 
 
-@graded("a02-sigmoid", "solutions.ops.elementwise:Sigmoid", regions=("backward",), points=2)
+@graded("a02-sigmoid", "solutions.ops.elementwise:Sigmoid", regions=("backward",), points=2,
+        diagnose=("tanh, sigmoid",))
 def check_sigmoid(Sigmoid, rng):
     def hint(ctx):
         (x,) = ctx.inputs
@@ -303,7 +305,7 @@ def check_sigmoid(Sigmoid, rng):
 # --------------------------------------------------------------------------------------------
 # Reductions and shapes
 # --------------------------------------------------------------------------------------------
-@graded("a02-sum", "solutions.ops.reduce:Sum", regions=("backward",), points=2)
+@graded("a02-sum", "solutions.ops.reduce:Sum", regions=("backward",), points=2, diagnose=("sum",))
 def check_sum(Sum, rng):
     cls = Sum
     specs = [((3, 4), None, False, "every axis"), ((3, 4), 0, False, "axis 0"),
@@ -361,7 +363,8 @@ def check_broadcast_to(BroadcastTo, rng):
              hint=lambda ctx: "sum (not average or pick) over the broadcast axes: unbroadcast(grad, x.shape)")
 
 
-@graded("a02-transpose", "solutions.ops.shape:Transpose", regions=("backward",), points=2)
+@graded("a02-transpose", "solutions.ops.shape:Transpose", regions=("backward",), points=2,
+        diagnose=("transpose, reshape",))
 def check_transpose(Transpose, rng):
     cls = Transpose
     specs = [((2, 3), None, "a matrix transpose"), ((2, 3, 4), (1, 2, 0), "a cyclic permutation of three axes"),
@@ -380,7 +383,7 @@ def check_transpose(Transpose, rng):
     check_op(cls, "Transpose", cases, rng, hint, shape_hint=shape_hint)
 
 
-@graded("a02-getitem", "solutions.ops.shape:GetItem", regions=("backward",), points=2)
+@graded("a02-getitem", "solutions.ops.shape:GetItem", regions=("backward",), points=2, diagnose=("indexing",))
 def check_getitem(GetItem, rng):
     specs = [((5, 3), (slice(1, 4),), "a slice"), ((5, 3), (2,), "an integer index"),
              ((6,), (np.array([0, 2, 2, 5, 2]),), "an index array that repeats an element"),
@@ -412,7 +415,7 @@ def check_getitem(GetItem, rng):
 # --------------------------------------------------------------------------------------------
 # MatMul
 # --------------------------------------------------------------------------------------------
-@graded("a02-matmul", "solutions.ops.linalg:MatMul", regions=("backward",), points=3)
+@graded("a02-matmul", "solutions.ops.linalg:MatMul", regions=("backward",), points=3, diagnose=("matmul",))
 def check_matmul(MatMul, rng):
     cls = MatMul
     specs = [((3, 4), (4, 5), "matrix @ matrix"), ((4, 4), (4, 4), "square matrices"),
@@ -483,7 +486,8 @@ def softmax_cases(rng, call) -> list[Case]:
             for k, (s, axis, scale, dt, what) in enumerate(specs)]
 
 
-@graded("a02-softmax", "solutions.ops.activation:Softmax", regions=("forward", "backward"), points=3)
+@graded("a02-softmax", "solutions.ops.activation:Softmax", regions=("forward", "backward"), points=3,
+        diagnose=("log_softmax",))
 def check_softmax(Softmax, rng):
     cls = Softmax
 
@@ -520,7 +524,8 @@ def _axis_of(ctx: Context):
     return ctx.case.params.get("axis")
 
 
-@graded("a02-log-softmax", "solutions.ops.activation:LogSoftmax", regions=("backward",), points=2)
+@graded("a02-log-softmax", "solutions.ops.activation:LogSoftmax", regions=("backward",), points=2,
+        diagnose=("log_softmax",))
 def check_log_softmax(LogSoftmax, rng):
     def hint(ctx):
         g = ctx.g

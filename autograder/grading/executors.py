@@ -33,8 +33,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from autograder.commands.grade import StopRequest, exercise_budget, wall_limit
 from autograder.course import MAX_NOTEBOOK_BYTES, Course, CourseError, notebook
+from autograder.grading.control import StopRequest, exercise_budget, wall_limit
 from autograder.grading.workers import (
     Finished,
     Job,

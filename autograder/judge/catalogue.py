@@ -11,8 +11,9 @@ package ``aNN_name/`` whose ``__init__`` imports its parts in the notebook's ord
         raise GradingFailure("the gradient of x has the shape of the output, not of x: "
                              "sum it back over the broadcast axes (unbroadcast)")
 
-``@graded`` is the one place an exercise's id, reference, points, budget and kind are stated;
-everything else reads them from its :class:`Spec`:
+``@graded`` is the one place an exercise's id, reference, points, budget, kind, the later
+assignments its check drives and the kit's diagnoses it is part of are stated; everything else
+reads them from its :class:`Spec`:
 
 - the judge (:mod:`autograder.judge.judge`) checks that the answer is of the exercise's kind
   (a class that defines its solution methods itself, or a function), then calls the check with a
@@ -74,6 +75,12 @@ class Spec:
     # is the student's, loaded from their earlier submissions), not with the reference around it.
     whole_engine: bool = False
     budget: float | None = None  # seconds for this exercise, when it needs more than the course's default
+    # Later assignments whose exercises its check drives, sealed in its sandbox rather than stubbed:
+    # run_backward is tested on graphs of Tensor ops, whose backward methods are assignment 2's.
+    drives: tuple[str, ...] = ()
+    # The pieces of the kit's `coursekit.diagnose()` made of this exercise ("x * y (broadcast)"): a
+    # piece that fails names the exercises it is made of (the kit's _exercises.py lists them).
+    diagnosed_by: tuple[str, ...] = ()
     check: Check | None = field(default=None, compare=False, repr=False)
 
     @property
@@ -147,19 +154,23 @@ _IMPORTED: set[Path] = set()
 
 
 def graded(exercise_id: str, source: str | None = None, regions: tuple[str, ...] | list[str] = (), points: int = 2,
-           title: str = "", name: str = "", whole_engine: bool = False,
-           budget: float | None = None) -> Callable[[Check], Check]:
+           title: str = "", name: str = "", whole_engine: bool = False, budget: float | None = None,
+           drives: tuple[str, ...] = (), diagnose: tuple[str, ...] = ()) -> Callable[[Check], Check]:
     """Declare the exercise ``exercise_id`` and its check ``run(answer, rng)``.
 
     ``source`` names the reference in solutions/ ("solutions.ops.elementwise:Mul"); an exercise
     of a course without the kit has none and gives the ``name`` its notebook defines instead.
-    ``title`` only where feedback should not call the exercise by that name.
+    ``title`` only where feedback should not call the exercise by that name. ``drives``: later
+    assignments ("a02") whose exercises the check drives; ``diagnose``: the pieces of the kit's
+    ``diagnose()`` this exercise is part of (:class:`Spec`).
     """
     if (source is None) == (not name):
         raise ValueError(f"exercise {exercise_id}: give either source= (a reference in solutions/) or name=")
 
     def decorate(run: Check) -> Check:
-        spec = Spec(exercise_id, source, tuple(regions), points, title, name, whole_engine, budget, run)
+        spec = Spec(exercise_id, source, tuple(regions), points, given_title=title, given_name=name,
+                    whole_engine=whole_engine, budget=budget, drives=tuple(drives), diagnosed_by=tuple(diagnose),
+                    check=run)
         known = _CATALOGUE.get(exercise_id)
         if known is not None:
             if known != spec:

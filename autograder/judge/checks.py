@@ -19,6 +19,7 @@ Rules every check follows:
 from __future__ import annotations
 
 import contextlib
+import re
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -32,10 +33,9 @@ import numpy as np
 from autograder.judge.catalogue import GradingFailure as GradingFailure
 from autograder.judge.catalogue import Spec as Spec
 from autograder.judge.catalogue import graded as graded
-from autograder.judge.judge import current as current
-from autograder.judge.judge import first_line as first_line
-from autograder.judge.judge import judged as judged
-from autograder.judge.judge import student_module as student_module
+from autograder.judge.context import current as current
+from autograder.judge.context import judged as judged
+from autograder.judge.context import student_module as student_module
 from autograder.judge.proxy import Proxy as Proxy
 from autograder.judge.proxy import StudentError as StudentError
 from autograder.judge.session import SandboxTimeout as SandboxTimeout
@@ -54,6 +54,12 @@ def reference_engine():
 # --------------------------------------------------------------------------------------------
 # Running the student's code
 # --------------------------------------------------------------------------------------------
+def first_line(error: BaseException, limit: int = 300) -> str:
+    """The first line of an exception's message, cut at ``limit`` characters (what feedback shows)."""
+    text = str(error).strip().split("\n")[0]
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def run(what: str, fn: Callable, *args: Any, hint: Callable[[BaseException], str | None] | None = None) -> Any:
     """Call student code. NotImplementedError passes through (the judge says "not implemented
     yet"); any other exception of the student's becomes a GradingFailure naming `what` and, when
@@ -70,6 +76,42 @@ def run(what: str, fn: Callable, *args: Any, hint: Callable[[BaseException], str
         extra = hint(error) if hint else None
         message = f"{what}: your code raised {error.remote_type}: {first_line(error, 200)}{error.where}"
         raise GradingFailure(message + (f". {extra}" if extra else "")) from None
+
+
+def raises(f: Callable, *args: Any, **kwargs: Any) -> BaseException | None:
+    """The exception ``f(*args, **kwargs)`` raises, None if it returns: what a check asks of an answer
+    that must refuse its input. A student's exception also is its builtin class (``isinstance(error,
+    ValueError)``); a sandbox's failure (a BaseException) passes through."""
+    try:
+        f(*args, **kwargs)
+    except Exception as error:  # noqa: BLE001 (the student's code: any exception is an answer here)
+        return error
+    return None
+
+
+def value_error_text(f: Callable, *args: Any) -> str | None:
+    """The text of the ValueError ``f(*args)`` raises, or None when it raises none."""
+    try:
+        f(*args)
+    except ValueError as error:
+        return str(error)
+    return None
+
+
+def names_shape(text: str, shape: tuple) -> bool:
+    """Whether an error message names ``shape``, as (2, 3, 5), [2, 3, 5], 2x3x5 or 2 x 3 x 5."""
+    return bool(re.search(r"\D" + r"\s*[,x×]\s*".join(str(n) for n in shape) + r"\D", f" {text} "))
+
+
+def too_slow(name: str, seconds: float, on: str = "small inputs", advice: str = "is there an endless loop?") -> str:
+    """The message of a check's :func:`time_limit`: what ran over ``seconds`` on which inputs, and the
+    likely cause (each assignment's own, bound once in its catalogue module with ``functools.partial``)."""
+    return f"{name}: the checks took more than {seconds:g} s on {on}; {advice}"
+
+
+def dtype_name(dtype: Any) -> str:
+    """A dtype as messages name it: "float32"."""
+    return np.dtype(dtype).name
 
 
 @contextlib.contextmanager

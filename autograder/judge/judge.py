@@ -21,25 +21,24 @@ the sandbox died (os._exit, segfault)     the Python process running your code .
 """
 from __future__ import annotations
 
-import contextlib
 import functools
-import marshal
 import time
 import traceback
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
 
+from autograder import kit
 from autograder.course import notebook
 from autograder.judge import catalogue
 from autograder.judge.bubblewrap import Sandbox
 from autograder.judge.catalogue import GradingFailure, Spec
+from autograder.judge.checks import first_line, prepare
+from autograder.judge.context import judging
 from autograder.judge.proxy import StudentError
-from autograder.judge.sealed import Oracle
+from autograder.judge.scrub import scrub
+from autograder.judge.sealed import Oracle, answered
 from autograder.judge.session import SandboxDied, SandboxFailure, SandboxTimeout, Session
-
-_CURRENT: list[tuple[Session, Spec]] = []
 
 
 @dataclass(frozen=True)
@@ -49,45 +48,6 @@ class Verdict:
     message: str = ""           # for the student: what is wrong (empty when passed)
     seconds: float = 0.0
     detail: str = ""            # for the instructor's log only (a grader bug's traceback)
-
-
-def current() -> Session:
-    """The session of the exercise being judged (hidden checks reach the sandbox through it)."""
-    if not _CURRENT:
-        raise RuntimeError("no exercise is being judged: call a check through autograder.judge.judge")
-    return _CURRENT[-1][0]
-
-
-def judged() -> Spec:
-    """The spec of the exercise being judged: a check's own id, reference and regions."""
-    if not _CURRENT:
-        raise RuntimeError("no exercise is being judged: call a check through autograder.judge.judge")
-    return _CURRENT[-1][1]
-
-
-# Module prefixes of the students' kit and their reference counterparts.
-KIT_TO_REFERENCE = (
-    ("coursekit.engine", "solutions"),
-    ("coursekit.testing", "solutions.testing"),
-    ("coursekit.data", "solutions.data"),
-)
-
-
-def student_module(reference_name: str):
-    """The sandbox's counterpart of a reference module: "solutions.ops" -> the kit's "coursekit.engine.ops"."""
-    for kit, ref in sorted(KIT_TO_REFERENCE, key=lambda pair: -len(pair[1])):
-        if reference_name == ref or reference_name.startswith(ref + "."):
-            return current().module(kit + reference_name[len(ref):])
-    raise ValueError(f"{reference_name} has no counterpart in the course kit")
-
-
-@contextlib.contextmanager
-def _judging(session: Session, spec: Spec) -> Iterator[None]:
-    _CURRENT.append((session, spec))
-    try:
-        yield
-    finally:
-        _CURRENT.pop()
 
 
 @functools.cache
@@ -103,8 +63,9 @@ def transform(source: str) -> str:
         return source
 
 
-def code_cells(cells: list[dict], exercise: str) -> list[tuple[str, str]]:
-    """(label, source) of the code cells above ``exercise``'s first test cell, test cells left out.
+def code_cells(cells: list[dict], exercise: str | None = None) -> list[tuple[str, str]]:
+    """(label, source) of the code cells above ``exercise``'s first test cell (every code cell
+    without ``exercise``), test cells left out.
 
     ``cells`` are nbformat cells of a notebook whose structure was restored from the template,
     so test cells are the template's and carry its metadata.
@@ -120,86 +81,45 @@ def code_cells(cells: list[dict], exercise: str) -> list[tuple[str, str]]:
     return out
 
 
-def compiled(modules: dict[str, list]) -> dict[str, list]:
-    """{name: [is_package, source, filename]} -> the same with marshalled code objects instead of
-    sources: compiled once here rather than in every sandbox."""
-    return {name: [is_package, _marshalled(source, filename), filename]
-            for name, (is_package, source, filename) in modules.items()}
-
-
-@functools.lru_cache(maxsize=2048)
-def _marshalled(source: str, filename: str) -> bytes:
-    """Most of the kit's modules are the same text for every exercise: compiled once per process."""
-    return marshal.dumps(compile(source, filename, "exec"))
-
-
-# Checks that drive exercises of a later assignment, which are then sealed rather than stubbed:
-# run_backward is tested on graphs of Tensor ops, whose backward methods are assignment 2's. None
-# of them can stand in for a graph walk.
-DRIVES_LATER = {"a01-run-backward": ("a02",)}
-
-
-@functools.cache
-def _engine(exercise_id: str) -> tuple[dict, dict[str, str], tuple]:
-    """The sandbox's kit for one exercise, every exercise name -> its kit module, and the
-    exercises sealed in it (their reference runs here, see :mod:`autograder.judge.sealed`).
+@functools.lru_cache(maxsize=256)  # every exercise of the course with all others answered, and more
+def _engine(exercise_id: str, unanswered: frozenset[str] = frozenset()) \
+        -> tuple[dict, dict[str, str], tuple[Spec, ...], frozenset[str]]:
+    """The sandbox's kit for one exercise, every exercise name -> its kit module, the exercises
+    sealed in it (their reference runs here, see :mod:`autograder.judge.sealed`) and the ones the
+    oracle's engine stubs.
 
     What the kit holds of each exercise, for an exercise E of assignment A:
 
     - E: a stub (its reference is nowhere in the sandbox);
-    - the other exercises of A: sealed (isolation: the engine's unbroadcast is the reference's
-      when Mul is judged, yet none of its code is in the sandbox);
+    - the other exercises of A the student has answered: sealed (isolation: the engine's
+      unbroadcast is the reference's when Mul is judged, yet none of its code is in the sandbox);
+    - those the student has not answered (``unanswered``): stubs, as in the student's own kit, so
+      no exercise is served by the reference of one the student has not done;
     - exercises of later assignments: stubs, as in the student's own kit (sealed for the few
-      checks of :data:`DRIVES_LATER`);
+      checks that drive them, ``@graded(..., drives=...)``);
     - exercises of earlier assignments: the reference (what a student of A has done already);
-      a verdict's message is scrubbed of their lines (:func:`scrub`).
+      a verdict's message is scrubbed of their code in every form (:mod:`autograder.judge.scrub`).
+
+    The oracle's engine stubs what the sandbox stubs but E: a sealed reference that calls E
+    (Mul's backward calls unbroadcast) calls E's reference, the isolation the sandbox gives every
+    exercise around E (the oracle cannot call the student's answer in the sandbox).
     """
-    from autograder import kit
     judged = catalogue.exercise(exercise_id)
     specs = catalogue.in_engine()
     homes = {s.name: kit.rename(s.module, top_level=False) for s in specs}
     if judged.whole_engine:  # every exercise stubbed: the student's answers fill the engine
-        return compiled(kit.kit_modules(specs, specs)), homes, ()
-    driven = DRIVES_LATER.get(judged.id, ())
+        return kit.compiled(kit.kit_modules(specs, specs)), homes, (), frozenset()
+    driven = judged.drives
     later = [s for s in specs if s.prefix > judged.prefix and s.prefix not in driven]
-    sealed = tuple(s for s in specs if (s.prefix == judged.prefix or s.prefix in driven) and s.id != judged.id)
+    missing = [s for s in specs if s.id in unanswered and s.id != judged.id]
+    sealed = tuple(s for s in specs if (s.prefix == judged.prefix or s.prefix in driven)
+                   and s.id != judged.id and s.id not in unanswered)
     if judged.in_engine:
         specs = [*(s for s in specs if s.id != judged.id), judged]
         homes[judged.name] = kit.rename(judged.module, top_level=False)
-    stubbed = [*later, judged] if judged.in_engine else later
-    return compiled(kit.kit_modules(stubbed, specs, sealed=list(sealed))), homes, sealed
-
-
-@functools.cache
-def _body_lines() -> tuple[tuple[str, str], ...]:
-    """(exercise id, normalised line) of every exercise body's meaningful lines, computed once."""
-    from autograder import kit
-    from autograder.commands.release import signature
-    return tuple((where.split(" ", 1)[0], key) for where, line in kit.body_lines() if (key := signature(line)))
-
-
-@functools.cache
-def _secrets(prefix: str):
-    """The lines of the exercise bodies of the assignments before ``prefix`` (those the sandbox
-    holds), normalised as the release scanner does, in one pattern of whole-token runs."""
-    import re
-    keys = {key for exercise, key in _body_lines() if exercise.split("-", 1)[0] < prefix}
-    if not keys:
-        return None
-    return re.compile("|".join(f" {re.escape(key)} " for key in sorted(keys, key=len, reverse=True)))
-
-
-def scrub(message: str, exercise_id: str) -> str:
-    """``message``, or a notice in its place when it quotes a line of the course's reference code
-    that the sandbox of ``exercise_id`` holds (an answer that raised with it, say)."""
-    from autograder.commands.release import _tokens
-    if not message:
-        return message
-    secrets = _secrets(exercise_id.split("-", 1)[0])
-    if secrets is None or not secrets.search(f" {_tokens(message)} "):
-        return message
-    return ("your code's message is not shown: it quotes the course's own code of another exercise "
-            "(write your own answer; the kit's reference is not yours to print)")
+    stubbed = [*later, *missing, judged] if judged.in_engine else [*later, *missing]
+    return (kit.compiled(kit.kit_modules(stubbed, specs, sealed=list(sealed))), homes, sealed,
+            frozenset(s.id for s in [*later, *missing]))
 
 
 class HungCells:
@@ -225,17 +145,22 @@ class HungCells:
 
 
 def judge(exercise_id: str, cells: list[tuple[str, str]], *, sandbox: Sandbox, budget: float = 60.0,
-          hung: HungCells | None = None, earlier: list[tuple[str, list[dict]]] | None = None) -> Verdict:
+          hung: HungCells | None = None, earlier: list[tuple[str, list[dict]]] | None = None,
+          answers: list[tuple[str, str]] | None = None) -> Verdict:
     """Run the hidden check of ``exercise_id`` on the answer the cells define.
 
     ``earlier``: for an exercise judged on the student's whole engine (``Spec.whole_engine``), the
-    cells of the student's notebooks of the earlier assignments, [(assignment, cells)]."""
-    from autograder.judge.checks import prepare
-
+    cells of the student's notebooks of the earlier assignments, [(assignment, cells)].
+    ``answers``: every code cell of the student's notebook (``code_cells(cells)``), where the
+    judge reads which of the assignment's other exercises the student has answered (default:
+    ``cells``, the cells above the exercise)."""
     started = time.monotonic()
     the_spec = catalogue.exercise(exercise_id)  # LookupError names an unregistered exercise: a course error
-    modules, homes, sealed_specs = _engine(exercise_id)
     others = [s.name for s in catalogue.assignment(exercise_id) if s.id != exercise_id]
+    siblings = [s for s in catalogue.assignment(exercise_id) if s.in_engine and s.id != exercise_id]
+    unanswered = frozenset() if the_spec.whole_engine else \
+        frozenset(s.id for s in siblings) - answered(cells if answers is None else answers, siblings)
+    modules, homes, sealed_specs, stubbed = _engine(exercise_id, unanswered)
 
     def verdict(passed: bool, message: str = "", detail: str = "") -> Verdict:
         seconds = time.monotonic() - started  # the judging, not the scrubbing (its index is built once)
@@ -245,8 +170,8 @@ def judge(exercise_id: str, cells: list[tuple[str, str]], *, sandbox: Sandbox, b
     if known is not None:
         return verdict(False, known)
     try:
-        with Session(sandbox, budget=budget) as session, _judging(session, the_spec):
-            session.oracle = Oracle(list(sealed_specs))
+        with Session(sandbox, budget=budget) as session, judging(session, the_spec):
+            session.oracle = Oracle(list(sealed_specs), stubbed)
             ready = session.setup(modules, homes, cells, the_spec.name, others,
                                   (earlier or []) if the_spec.whole_engine else None)
             if not ready.defined:
@@ -260,10 +185,13 @@ def judge(exercise_id: str, cells: list[tuple[str, str]], *, sandbox: Sandbox, b
                 return verdict(False, str(failure))
             except NotImplementedError as error:
                 stub = first_line(error)
-                if the_spec.whole_engine and stub.startswith("exercise ") and \
-                        not stub.startswith(f"exercise {exercise_id}:"):
-                    # a piece of an earlier assignment the student has not done (or not handed in)
-                    return verdict(False, f"your engine is missing a piece: {stub}")
+                if stub.startswith("exercise ") and not stub.startswith(f"exercise {exercise_id}:"):
+                    if the_spec.whole_engine:
+                        # a piece of an earlier assignment the student has not done (or not handed in)
+                        return verdict(False, f"your engine is missing a piece: {stub}")
+                    # the kit's stub of another exercise, not done (or of a later assignment)
+                    return verdict(False, f"your code calls an exercise that is not done yet, which raised "
+                                          f"NotImplementedError: {stub}")
                 return verdict(False, "not implemented yet (the function still raises NotImplementedError)")
             except StudentError as error:
                 return verdict(False, f"your code raised {error.remote_type}: {first_line(error)}{error.where}")
@@ -285,12 +213,6 @@ def judge(exercise_id: str, cells: list[tuple[str, str]], *, sandbox: Sandbox, b
     return verdict(True)
 
 
-def first_line(error: BaseException, limit: int = 300) -> str:
-    """The first line of an exception's message, cut at ``limit`` characters (what feedback shows)."""
-    text = str(error).strip().split("\n")[0]
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
 def _undefined(name: str, exercise_id: str, cells: list[dict]) -> str:
     own = next((c for c in cells if c["label"] == exercise_id), None)
     if own is not None and own["error"] is not None:
@@ -299,5 +221,4 @@ def _undefined(name: str, exercise_id: str, cells: list[dict]) -> str:
     return f"{name} is not defined: write it in the exercise cell ({exercise_id}) and run it"
 
 
-__all__ = ["Verdict", "judge", "code_cells", "current", "judged", "student_module", "transform",
-           "first_line"]
+__all__ = ["Verdict", "judge", "code_cells", "transform"]

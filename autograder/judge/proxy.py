@@ -9,12 +9,15 @@ of the same name, so a check's ``except ValueError`` works as if the code had ru
 from __future__ import annotations
 
 import builtins
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from autograder.sandbox import wire
 
-if TYPE_CHECKING:
-    from autograder.judge.session import Session
+
+class Session(Protocol):
+    """What a proxy needs of :class:`autograder.judge.session.Session`: its requests."""
+
+    def request(self, op: str, *args: Any, name: str | None = None, **kwargs: Any) -> Any: ...
 
 
 def send_handle(value):

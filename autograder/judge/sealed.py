@@ -2,39 +2,137 @@
 
 When exercise E of assignment A is judged, the sandbox's kit holds the reference of the earlier
 assignments only. E is stubbed; the exercises of later assignments are stubbed too (the student's
-own kit has stubs there); every other exercise of A is *sealed*: its body is a call over the
-channel, answered here by :class:`Oracle`, which runs the reference on plain data and answers with
-plain data. So a student's wrong ``unbroadcast`` cannot fail ``Mul`` (the engine's unbroadcast is
-the reference's), yet no line of the reference's code is ever in the sandbox, and the oracle
-answers for the sealed exercises only, never for E.
+own kit has stubs there); so is every other exercise of A the student has not answered
+(:func:`answered`: it raises the NotImplementedError of the student's own kit, so an answer that
+leans on it fails saying which exercise is missing). Every other exercise of A is *sealed*: its
+body is a call over the channel, answered here by :class:`Oracle`, which runs the reference on
+plain data and answers with plain data. So a student's wrong ``unbroadcast`` cannot fail ``Mul``
+(the engine's unbroadcast is the reference's), yet no line of the reference's code is ever in the
+sandbox, and the oracle answers for the sealed exercises only, never for E nor for an exercise the
+student has not answered.
+
+The oracle runs a reference in an engine of its own (:class:`Engine`): the kit as the sandbox has
+it, with the sealed exercises' bodies in place and the same stubs, imported here under a private
+name. So a sealed reference that calls an exercise the student has not answered (attention's
+backward calls ``attention_backward``) meets its stub, as it would in the student's kit, and the
+reference engine's private fast kernels (which compute an exercise's work inside another op's
+node) are not there to answer for it.
 
 An error of the reference's (arguments it cannot take) comes back as its type and the first line
 of its message, unless that line quotes an exercise body (then a sentence of ours).
 """
 from __future__ import annotations
 
+import ast
 import builtins
+import importlib
 import inspect
+import itertools
+import sys
 import weakref
+from collections import OrderedDict
+from collections.abc import Collection, Iterable
 from typing import Any
 
 import numpy as np
 
+from autograder import kit
+from autograder.judge import catalogue
 from autograder.judge.catalogue import Spec
+from autograder.judge.scrub import quotes
+from autograder.kit.shipped.answers import not_done
+from autograder.sandbox.memory import Modules
 
-# Reference functions that walk a graph (the result is a list of the graph's own nodes).
-WALKS = frozenset({"solutions.scalar:topological_order", "solutions.graph:toposort"})
 MAX_ELEMENTS = 1 << 24      # all arrays of one request together
 MAX_INTEGER = 1 << 20       # a parameter (a shape, a stride) past this is an attack, not a case
 
 
-def kind_of(s: Spec) -> str:
-    return "walk" if s.source in WALKS else "call"
+def answered(cells: Iterable[tuple[str, str]], specs: Iterable[Spec]) -> frozenset[str]:
+    """The ids of ``specs`` the student has answered in ``cells``, a notebook's code cells as
+    (label, source) with an answer cell labelled by its exercise's id: as the student's own kit
+    decides (``coursekit/answers.py``), the cell is there, no longer the released stub, and it
+    defines the exercise's name. (Only text is read here: the cells run in the sandbox.)"""
+    sources = dict(cells)  # a label twice: the last cell counts, as in the kit's loader
+    return frozenset(s.id for s in specs
+                     if s.id in sources and not not_done(sources[s.id]) and _defines(sources[s.id], s.name))
 
 
-def sealed_line(s: Spec) -> str:
-    """The body the sandbox's kit has for a sealed exercise."""
-    return f"return __import__(\"_sealed\").call({s.id!r}, {kind_of(s)!r}, locals())"
+def _defines(source: str, name: str) -> bool:
+    """Whether the code binds ``name`` outside any function or class body."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return False
+    todo: list[ast.AST] = [tree]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            if node.name == name:
+                return True
+            continue  # what its body binds is local to it
+        if isinstance(node, ast.Lambda):
+            continue
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and node.id == name:
+            return True
+        if isinstance(node, ast.alias) and (node.asname or node.name.split(".")[0]) == name:
+            return True
+        todo.extend(ast.iter_child_nodes(node))
+    return False
+
+
+class Engine:
+    """A private copy of the kit's engine in this process, for the oracle to run references in.
+
+    ``stubbed``: the exercises that are stubs in it, as in the sandbox (every other exercise body
+    is the reference's). Imported from memory under a name of its own (``_oracle<n>``), so it
+    shares nothing with ``solutions`` (the checks' reference engine) or another copy.
+    """
+
+    _count = itertools.count()
+
+    def __init__(self, stubbed: frozenset[str]):
+        specs = catalogue.in_engine()
+        self.package = f"_oracle{next(self._count)}"
+        modules = kit.kit_modules([s for s in specs if s.id in stubbed], specs, package=self.package)
+        self._finder = Modules(kit.compiled(modules))
+        sys.meta_path.append(self._finder)
+        self.root = importlib.import_module(f"{self.package}.engine")
+
+    def module(self, reference_name: str) -> Any:
+        """This engine's counterpart of a reference module ("solutions.scalar")."""
+        return importlib.import_module(kit.rename(reference_name, top_level=False, package=self.package))
+
+    def reference(self, s: Spec) -> Any:
+        """The exercise's reference object in this engine (``Spec.reference``, here)."""
+        obj: Any = self.module(s.module)
+        for part in s.qualname.split("."):
+            obj = getattr(obj, part)
+        return obj
+
+    def close(self) -> None:
+        if self._finder in sys.meta_path:
+            sys.meta_path.remove(self._finder)
+        for name in [n for n in sys.modules if n == self.package or n.startswith(self.package + ".")]:
+            del sys.modules[name]
+
+
+_ENGINES: OrderedDict[frozenset[str], Engine] = OrderedDict()
+# A grading worker judges one notebook's exercises in turn, each assignment with its own few stubs:
+# room for one per assignment (made in the forkserver, see autograder.judge.worker) and a student's own.
+ENGINES_KEPT = 10
+
+
+def engine(stubbed: Collection[str]) -> Engine:
+    """The oracle's engine with the exercises ``stubbed`` stubbed, made once and kept for the next
+    exercises judged with the same stubs (the last :data:`ENGINES_KEPT` of them)."""
+    key = frozenset(stubbed)
+    if key in _ENGINES:
+        _ENGINES.move_to_end(key)
+        return _ENGINES[key]
+    made = _ENGINES[key] = Engine(key)
+    while len(_ENGINES) > ENGINES_KEPT:
+        _ENGINES.popitem(last=False)[1].close()
+    return made
 
 
 class OracleError(Exception):
@@ -61,19 +159,28 @@ def _bounded(value: Any, depth: int = 0) -> None:
 
 
 class Oracle:
-    """Answers the sandbox's requests for the sealed exercises ``specs`` (by exercise id)."""
+    """Answers the sandbox's requests for the sealed exercises ``specs`` (by exercise id), running
+    their references in the engine whose ``stubbed`` exercises are stubs (made at the first request)."""
 
-    def __init__(self, specs: list[Spec]):
+    def __init__(self, specs: list[Spec], stubbed: Collection[str] = ()):
         self.specs = {s.id: s for s in specs}
+        self.stubbed = frozenset(stubbed)
+        self._engine: Engine | None = None
+
+    @property
+    def engine(self) -> Engine:
+        if self._engine is None:
+            self._engine = engine(self.stubbed)
+        return self._engine
 
     def __call__(self, request: Any) -> Any:
         if not isinstance(request, dict) or request.get("exercise") not in self.specs:
             raise OracleError("NotImplementedError", "no such sealed exercise in this sandbox")
         s = self.specs[request["exercise"]]
         op = request.get("op")
-        import solutions as R
-        # A member may switch the reference engine's grad mode (no_grad.__enter__): it is this
-        # process's, so it comes back as it was whatever the member did.
+        R = self.engine.root
+        # A member may switch the engine's grad mode (no_grad.__enter__): it is the oracle's, so it
+        # comes back as it was whatever the member did.
         with R.set_grad_enabled(R.is_grad_enabled()):
             return self._answer(s, op, request)
 
@@ -103,7 +210,7 @@ class Oracle:
     # -- the reference's member, on the reference's objects ----------------------------------------
     def _member(self, s: Spec, member: Any, state: Any):
         """The reference function, or the bound method of a fresh instance with ``state``."""
-        reference = s.reference()
+        reference = self.engine.reference(s)
         if not isinstance(reference, type):
             if member != s.name and member != s.qualname.split(".")[-1]:
                 raise OracleError("NotImplementedError", f"{s.name} has no sealed member {member!r}")
@@ -121,7 +228,7 @@ class Oracle:
         """The member's result, the instance's plain state after it and the grad mode after it: a
         member that changes its object (``self.previous = ...``) or the engine's mode (``no_grad``'s
         ``__enter__``) changes the sandbox's, which the sandbox applies."""
-        import solutions as R
+        R = self.engine.root
         function = self._member(s, request.get("member"), request.get("state"))
         args = request.get("args")
         if not isinstance(args, dict):
@@ -138,7 +245,7 @@ class Oracle:
     # -- Tensor functions and backward: values and gradients of any order -----------------------
     def _base(self, s: Spec, desc: dict, ts: list) -> Any:
         """The reference's result on the reference's tensors ``ts`` (with the graph recorded)."""
-        import solutions as R
+        R = self.engine.root
         if desc.get("member") == "backward":
             n = int(desc["n"])
             xs, grad = ts[:n], ts[n]
@@ -166,7 +273,7 @@ class Oracle:
     def _program(self, s: Spec, desc: dict, path: list, ts: list):
         """Node ``path`` of the sealed call: output path[0] of the reference, then the gradient with
         respect to input path[k] of the node before, with the last tensor as the upstream gradient."""
-        import solutions as R
+        R = self.engine.root
         if len(path) == 1:
             kind, outs, keep = self._base(s, desc, ts)
             if kind == "plain" or not 0 <= path[0] < len(outs) or outs[path[0]] is None:
@@ -185,7 +292,7 @@ class Oracle:
         return (zero if d is None else d), (keep, y)
 
     def _eval(self, s: Spec, request: dict) -> Any:
-        import solutions as R
+        R = self.engine.root
         desc, paths = request.get("desc"), request.get("paths")
         arrays = request.get("arrays")
         if not isinstance(desc, dict) or not isinstance(arrays, list) \
@@ -208,7 +315,7 @@ class Oracle:
 
     # -- assignment 1's scalar ops ----------------------------------------------------------------
     def _scalar(self, s: Spec, request: dict) -> dict:
-        from solutions.scalar import Value
+        Value = self.engine.module("solutions.scalar").Value
         function = self._member(s, request.get("member"), None)
         data = request.get("data")
         if not isinstance(data, list):
@@ -234,8 +341,8 @@ class Oracle:
 
     # -- graph walks --------------------------------------------------------------------------------
     def _walk(self, s: Spec, request: dict) -> list[int]:
-        import solutions as R
-        from solutions.scalar import Value
+        R = self.engine.root
+        Value = self.engine.module("solutions.scalar").Value
         function = self._member(s, request.get("member"), None)
         structure = request.get("nodes")
         if not isinstance(structure, list):
@@ -263,11 +370,8 @@ class Oracle:
 def _message(error: BaseException) -> str | None:
     """The first line of the reference's message (it names the op and the shapes, as a student's
     own kit would), unless it quotes a line of an exercise body."""
-    from autograder.commands.release import _tokens
-    from autograder.judge.judge import _secrets
     text = str(error).strip().split("\n")[0][:300]
-    secrets = _secrets("~")  # every assignment's bodies
-    if not text or (secrets is not None and secrets.search(f" {_tokens(text)} ")):
+    if not text or quotes(text, "~"):  # every assignment's bodies
         return None
     return text
 

@@ -116,7 +116,7 @@ class Session:
     def setup(self, modules: dict, exercises: dict[str, str], cells: list[tuple[str, str]], judged: str,
               others: list[str], earlier: list[tuple[str, list[dict]]] | None = None) -> Ready:
         """Start the answer: ``modules`` {name: [is_package, marshalled code, filename]} (see
-        :func:`autograder.judge.judge.compiled`), then the cells, then the judged name plugged in.
+        :func:`autograder.kit.compiled`), then the cells, then the judged name plugged in.
 
         ``earlier`` (the capstone kind): [(assignment, its notebook's cells)] whose answers the kit
         loads first, as a student's kit does; the engine is then wholly the student's."""
@@ -127,6 +127,9 @@ class Session:
             message["earlier"] = [[assignment, cells] for assignment, cells in earlier]
         setup = wire.encode(message, blobs)
         self._send({"setup": setup}, blobs)
+        # What the sandbox may say it is running: a label the judge sent. Anything else is the
+        # student's text, which must not reach a message (a skipped cell's note is not scrubbed).
+        known = {label for label, _ in cells} | {f"{a} (the answers loaded from it)" for a, _ in earlier or []}
         while True:
             try:
                 reply, blobs = self._receive()
@@ -136,7 +139,8 @@ class Session:
                 raise
             if "running" not in reply:
                 break
-            self.running = str(reply["running"])[:200]
+            if isinstance(reply["running"], str) and reply["running"] in known:
+                self.running = reply["running"]
         self.running = None
         if not reply.get("ready"):
             raise self._fail(SandboxProtocolError, "the sandbox did not get ready")

@@ -41,15 +41,18 @@ def die_with_parent() -> None:
 
 
 def _preload() -> None:
-    """What every worker needs, made once in the forkserver: the checks, the reference, and each
-    exercise's compiled sandbox kit (about 25 ms apiece), and the reference lines a verdict's
+    """What every worker needs, made once in the forkserver: the checks, the reference, each
+    exercise's compiled sandbox kit (about 25 ms apiece) and its oracle's engine (a few, shared),
+    for a student who answered every exercise, and the forms of the reference code a verdict's
     message is scrubbed of."""
     with contextlib.suppress(Exception):
         import solutions  # noqa: F401
-        from autograder.judge.judge import _engine, _secrets
+        from autograder.judge import sealed
+        from autograder.judge.judge import _engine
+        from autograder.judge.scrub import forms
         for s in catalogue.in_engine():
-            _engine(s.id)
-            _secrets(s.prefix)
+            sealed.engine(_engine(s.id, frozenset())[3])
+            forms(s.prefix)
 
 
 _preload()

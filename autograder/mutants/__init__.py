@@ -37,18 +37,23 @@ A mutant's ``expect`` is a phrase the message the student gets for it must conta
 kind of mistake); ``check`` fails a mutant whose message does not. A catalogue gives every mutant
 one, or none of them (then only that each is caught is checked).
 
+:func:`apply_mutant` plants a mutant (or an alternative) in a copy of the notebooks, for ``autograder
+check`` and ``autograder demo``.
+
 Where catalogues are found: ``$AUTOGRADER_MUTANTS`` (``os.pathsep``-separated folders, first
 match wins; the autograder's own tests use it for the toy course), then this package.
 """
 
 from __future__ import annotations
 
+import copy
 import importlib.util
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from autograder.course import SAFE_ID, CourseError
+from autograder.course import CourseError, notebook
+from autograder.course.students import SAFE_ID
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 
@@ -105,3 +110,28 @@ def _load(assignment: str, name: str) -> list[Mutant]:
             raise CourseError(f"{path}: mutant '{unnamed[0]}' has no expect phrase (every mutant of the file needs "
                               "one: the kind of mistake its message must name)")
     return mutants
+
+
+def apply_mutant(notebooks: dict[str, dict], mutant: Mutant, assignment: str) -> tuple[str, dict]:
+    """(notebook name, mutated copy of that notebook); CourseError if the mutant does not apply."""
+    for name, nb in notebooks.items():
+        for index, cell in enumerate(nb["cells"]):
+            if notebook.grade_id(cell) != mutant.exercise or not notebook.is_answer(cell):
+                continue
+            source = notebook.text(cell["source"])
+            hits = []
+            for start, end in notebook.solution_spans(source):
+                at = source.find(mutant.find, start, end)
+                while at != -1 and at + len(mutant.find) <= end:
+                    hits.append(at)
+                    at = source.find(mutant.find, at + 1, end)
+            if len(hits) != 1:
+                raise CourseError(
+                    f"mutant '{mutant.id}' of {assignment}: `find` occurs {len(hits)} times in the solution "
+                    f"region of cell '{mutant.exercise}' ({name}.ipynb); it must occur exactly once")
+            mutated = copy.deepcopy(nb)
+            at = hits[0]
+            mutated["cells"][index]["source"] = source[:at] + mutant.replace + source[at + len(mutant.find):]
+            return name, mutated
+    raise CourseError(f"mutant '{mutant.id}' of {assignment}: no solution cell with grade_id "
+                      f"'{mutant.exercise}' in {', '.join(f'{n}.ipynb' for n in notebooks)}")

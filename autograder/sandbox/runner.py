@@ -21,9 +21,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
-import importlib.abc
-import importlib.util
-import marshal
+import importlib
 import operator
 import os
 import resource
@@ -35,6 +33,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # `python -I` leaves the script's folder out
 import sealed  # noqa: E402
+from memory import Modules  # noqa: E402
 from wire import Reader, Ref, WireError, decode, encode, pack, write  # noqa: E402
 
 CELL_PREFIX = "<cell "
@@ -46,31 +45,6 @@ OPERATORS.update(float=float, int=int, index=operator.index, asarray=np.asarray,
                  list=list, str=lambda x: str(x)[:10000], repr=lambda x: repr(x)[:10000], type=type,
                  isinstance=isinstance, issubclass=issubclass, callable=callable, hasattr=hasattr,
                  copy_array=np.array, defines=lambda cls, name: isinstance(cls, type) and name in vars(cls))
-
-
-class _Modules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """Imports the engine from code held in memory (it is never on the sandbox's disk).
-
-    The judge compiles the modules once and sends their code objects (``marshal``: this is the
-    same interpreter), which saves compiling the engine in every sandbox.
-    """
-
-    def __init__(self, modules: dict):
-        self.modules = modules  # name -> [is_package, marshalled code, filename]
-
-    def find_spec(self, name, path=None, target=None):
-        if name not in self.modules:
-            return None
-        is_package = bool(self.modules[name][0])
-        return importlib.util.spec_from_loader(name, self, is_package=is_package)
-
-    def create_module(self, spec):
-        return None
-
-    def exec_module(self, module):
-        is_package, code, filename = self.modules[module.__name__]
-        module.__file__ = filename
-        exec(marshal.loads(code), vars(module))
 
 
 def _nothing(*args, **kwargs) -> list:
@@ -141,7 +115,7 @@ class Runner:
         # The kit's sealed exercises call the judge over this channel (see sealed.py).
         sealed.connect(self.reader, self.out)
         sys.modules["_sealed"] = sealed
-        sys.meta_path.insert(0, _Modules(message["modules"]))
+        sys.meta_path.insert(0, Modules(message["modules"]))
         exercises = message["exercises"]  # every exercise name -> its home module in the engine
         for home in sorted(set(exercises.values())):
             importlib.import_module(home)

@@ -5,6 +5,8 @@ Tests: `tests/test_ops.py`.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from ..graph import Function, Tensor, as_tensor
@@ -31,7 +33,7 @@ class _Extremum(Function):
     """max/min over axes. The gradient goes to the elements equal to the extremum, shared
     evenly on ties (PyTorch's amax/amin choice, which keeps the gradient symmetric)."""
 
-    reduce = staticmethod(np.max)
+    reduce: Callable[..., np.ndarray]  # the NumPy reduction: each subclass's own
 
     def __init__(self, axes: tuple[int, ...], keepdims: bool):
         self.axes, self.keepdims = axes, keepdims

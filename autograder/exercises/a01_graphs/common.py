@@ -22,12 +22,6 @@ def _R():
     return solutions.scalar
 
 
-
-
-
-
-
-
 def _callable(x) -> bool:
     return kind(x) in ("function", "type") if isinstance(x, Proxy) else callable(x)
 

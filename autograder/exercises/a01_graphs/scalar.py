@@ -117,13 +117,13 @@ def _binary_cases(rng):
     ]
 
 
-@graded("a01-add", f"{SOURCE}:add", points=2)
+@graded("a01-add", f"{SOURCE}:add", points=2, diagnose=("the backward walk",))
 def check_add(add, rng):
     for label, args in _binary_cases(rng):
         _op_case(add, "add", label, args, lambda a, b: a + b, lambda a, b: (1.0, 1.0), rng)
 
 
-@graded("a01-mul", f"{SOURCE}:mul", points=2)
+@graded("a01-mul", f"{SOURCE}:mul", points=2, diagnose=("the backward walk",))
 def check_mul(mul, rng):
     def hint(got, share, g, a, b):
         if math.isclose(got, a * g, rel_tol=1e-9):
@@ -134,7 +134,7 @@ def check_mul(mul, rng):
         _op_case(mul, "mul", label, args, lambda a, b: a * b, lambda a, b: (b, a), rng, hint)
 
 
-@graded("a01-power", f"{SOURCE}:power", points=2)
+@graded("a01-power", f"{SOURCE}:power", points=2, diagnose=("the backward walk",))
 def check_power(power, rng):
     def hint(got, share, g, a, p):
         if p == 0:
@@ -181,7 +181,7 @@ def _unary(name: str, f, rng, forward, derivative, points_of_interest, hint=None
         _op_case(f, name, label, [x], forward, lambda a: (derivative(a),), rng, hint)
 
 
-@graded("a01-exp", f"{SOURCE}:exp", points=2)
+@graded("a01-exp", f"{SOURCE}:exp", points=2, diagnose=("the backward walk",))
 def check_exp(exp, rng):
     def hint(got, share, g, a):
         if math.isclose(got, a * g, rel_tol=1e-9):
@@ -192,7 +192,7 @@ def check_exp(exp, rng):
            hint)
 
 
-@graded("a01-tanh", f"{SOURCE}:tanh", points=2)
+@graded("a01-tanh", f"{SOURCE}:tanh", points=2, diagnose=("the backward walk",))
 def check_tanh(tanh, rng):
     def hint(got, share, g, a):
         if math.isclose(got, (1 - a * a) * g, rel_tol=1e-9):
@@ -206,7 +206,7 @@ def check_tanh(tanh, rng):
                       ("a large input (tanh saturates)", 20.0)], hint)
 
 
-@graded("a01-relu", f"{SOURCE}:relu", points=2)
+@graded("a01-relu", f"{SOURCE}:relu", points=2, diagnose=("the backward walk",))
 def check_relu(relu, rng):
     def hint(got, share, g, a):
         if a <= 0 and math.isclose(got, g, rel_tol=1e-9):
@@ -298,12 +298,12 @@ LADDER_DEPTH = 26
 CHAIN_LENGTH = 10_000
 
 
-def _slow(what: str) -> str:
+def _exponential(what: str) -> str:
     return (f"{what} took more than {TIME_LIMIT:g} s on a diamond ladder (each level uses the one below twice, "
             f"{LADDER_DEPTH} levels): that is exponential in the depth. Visit each node once: keep a visited set")
 
 
-@graded("a01-topological-order", f"{SOURCE}:topological_order", points=3)
+@graded("a01-topological-order", f"{SOURCE}:topological_order", points=3, diagnose=("the backward walk",))
 def check_topological_order(topological_order, rng):
     S = _S()
     f = topological_order
@@ -318,7 +318,7 @@ def check_topological_order(topological_order, rng):
         _check_order(order, before, label)
     root, _ = _ladder(S, LADDER_DEPTH)
     before = _graph(root)
-    with time_limit(TIME_LIMIT, _slow("topological_order")):
+    with time_limit(TIME_LIMIT, _exponential("topological_order")):
         order = run("a diamond ladder: topological_order", f, root)
     _check_order(order, before, "a diamond ladder")
     root, before = _known_chain(S, CHAIN_LENGTH)
@@ -360,7 +360,7 @@ def _check_order(order, before: tuple[list, dict], label: str) -> None:
                                      "all of its children (post-order), so the root comes last")
 
 
-@graded("a01-backward", f"{SOURCE}:backward", points=3)
+@graded("a01-backward", f"{SOURCE}:backward", points=3, diagnose=("the backward walk",))
 def check_backward(backward, rng):
     f = backward
     S, R = _S(), _R()
@@ -378,7 +378,7 @@ def check_backward(backward, rng):
         want = [n.grad for n in _all_nodes(ref_root)]
         _compare_backward(got, want, root, ref_root, label, shared=build is not _expression)
     root, leaves = _ladder(S, LADDER_DEPTH)
-    with time_limit(TIME_LIMIT, _slow("backward")):
+    with time_limit(TIME_LIMIT, _exponential("backward")):
         run("a diamond ladder: backward", f, root)
     ref_root, ref_leaves = _ladder(R, LADDER_DEPTH)
     R.backward(ref_root)

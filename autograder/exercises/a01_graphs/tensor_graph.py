@@ -124,7 +124,7 @@ def _topo_hint(error) -> str | None:
     return None
 
 
-@graded("a01-toposort", f"{GRAPH}:toposort", points=3)
+@graded("a01-toposort", f"{GRAPH}:toposort", points=3, diagnose=("the backward walk",))
 def check_toposort(toposort, rng):
     S = _T()
     f = toposort
@@ -264,7 +264,7 @@ def _compare_leaves(label: str, build, data, failure: str) -> None:
     raise GradingFailure(f"{label}: {failure}")
 
 
-@graded("a01-run-backward", f"{GRAPH}:run_backward", points=5)
+@graded("a01-run-backward", f"{GRAPH}:run_backward", points=5, drives=("a02",), diagnose=("the backward walk",))
 def check_run_backward(run_backward, rng):
     S, R = _T(), reference_engine()
     data = _leaf_data(rng, 3)
@@ -459,7 +459,7 @@ def _check_deep(S) -> None:
 # --------------------------------------------------------------------------------------------
 # no_grad
 # --------------------------------------------------------------------------------------------
-@graded("a01-no-grad", f"{GRAPH}:no_grad", regions=("__enter__", "__exit__"), points=2)
+@graded("a01-no-grad", f"{GRAPH}:no_grad", regions=("__enter__", "__exit__"), points=2, diagnose=("the backward walk",))
 def check_no_grad(no_grad, rng):
     S = _T()
     x = S.Tensor(rng.uniform(0.5, 1.5, size=3), requires_grad=True)

@@ -1,6 +1,7 @@
 """What the checks of a03_im2col share."""
 from __future__ import annotations
 
+import functools
 import importlib
 
 import numpy as np
@@ -8,20 +9,22 @@ import numpy as np
 from autograder.judge.checks import (
     GradingFailure,
     close,
+    dtype_name,
     in_sandbox,
     reference_engine,
     run,
     student_engine,
     time_limit,
+    too_slow,
     type_name,
 )
 
 TIME_LIMIT = 30.0
 
 
-def _slow(name: str) -> str:
-    return (f"{name}: the checks took more than {TIME_LIMIT:g} s on small arrays; is there an endless loop, "
-            "or a Python loop over every pixel? Loop over the kernel offsets (KH*KW of them) at most")
+_slow = functools.partial(too_slow, seconds=TIME_LIMIT, on="small arrays",
+                          advice="is there an endless loop, or a Python loop over every pixel? Loop over the kernel "
+                                 "offsets (KH*KW of them) at most")
 
 
 def _im():
@@ -34,12 +37,6 @@ def _conv():
 
 def _pool():
     return importlib.import_module("solutions.ops.pool")
-
-
-def _dtype_name(dtype) -> str:
-    return np.dtype(dtype).name
-
-
 
 
 def _in_sandbox(array: np.ndarray):
@@ -59,7 +56,7 @@ def _array(label: str, name: str, got, shape: tuple, dtype, shape_hint=None) -> 
         message = shape_hint(got.shape) if shape_hint else None
         raise GradingFailure(f"{label}: " + (message or f"{name} returned an array of the wrong shape"))
     if np.dtype(dtype) != got.dtype:
-        raise GradingFailure(f"{label}: {name} returned {got.dtype} for {_dtype_name(dtype)} input; "
+        raise GradingFailure(f"{label}: {name} returned {got.dtype} for {dtype_name(dtype)} input; "
                              "keep the input's dtype")
     return got
 
@@ -109,13 +106,6 @@ def _conv_shapes(rng, pattern, odd: bool = True):
             H += 1
     params = dict(stride=stride, padding=pad, dilation=dil, groups=groups)
     return (N, C, H, W), (K, C // groups, *kernel), params
-
-
-def _padded(x: np.ndarray, pad) -> np.ndarray:
-    return np.pad(x, ((0, 0), (0, 0), *pad))
-
-
-# --------------------------------------------------------------------------------------------
 
 
 # --------------------------------------------------------------------------------------------

@@ -6,6 +6,7 @@ import numpy as np
 from autograder.judge.checks import (
     GradingFailure,
     close,
+    dtype_name,
     graded,
     judged,
     run,
@@ -18,7 +19,6 @@ from .common import (
     _array,
     _conv,
     _conv_shapes,
-    _dtype_name,
     _im,
     _inside_the_engine,
     _slow,
@@ -40,7 +40,7 @@ def _args(params):
     return (params["stride"], params["padding"], params["dilation"], params["groups"])
 
 
-@graded("a03-conv2d", "solutions.ops.conv:conv2d_array", points=3)
+@graded("a03-conv2d", "solutions.ops.conv:conv2d_array", points=3, diagnose=("conv2d",))
 def check_conv2d(conv2d_array, rng):
     f = conv2d_array
     reference = judged().reference()
@@ -49,7 +49,7 @@ def check_conv2d(conv2d_array, rng):
             x_shape, w_shape, params = _conv_shapes(rng, pattern)
             dtype = np.float32 if k % 4 == 1 else np.float64
             with_bias = k % 3 != 2
-            label = f"{pattern[0]}, {'with' if with_bias else 'without'} bias, {_dtype_name(dtype)}"
+            label = f"{pattern[0]}, {'with' if with_bias else 'without'} bias, {dtype_name(dtype)}"
             x, w = rng.standard_normal(x_shape).astype(dtype), rng.standard_normal(w_shape).astype(dtype)
             b = rng.standard_normal(w_shape[0]).astype(dtype) if with_bias else None
             keep = (x.copy(), w.copy(), None if b is None else b.copy())
@@ -123,7 +123,7 @@ def _dz_not_transposed(grad, w, x_shape, params):
     return _im().col2im((w_t @ dz).reshape(G * Cg * KH * KW, -1), x_shape, (KH, KW), stride, padding, dilation)
 
 
-@graded("a03-conv2d-input-grad", "solutions.ops.conv:conv2d_input_grad_array", points=2)
+@graded("a03-conv2d-input-grad", "solutions.ops.conv:conv2d_input_grad_array", points=2, diagnose=("conv2d",))
 def check_conv2d_input_grad(conv2d_input_grad_array, rng):
     f = conv2d_input_grad_array
     reference = judged().reference()
@@ -131,7 +131,7 @@ def check_conv2d_input_grad(conv2d_input_grad_array, rng):
         for k, pattern in enumerate(CONV_PATTERNS):
             x_shape, w_shape, params = _conv_shapes(rng, pattern)
             dtype = np.float32 if k % 4 == 1 else np.float64
-            label = f"{pattern[0]}, {_dtype_name(dtype)}"
+            label = f"{pattern[0]}, {dtype_name(dtype)}"
             w = rng.standard_normal(w_shape).astype(dtype)
             z_shape = _conv().conv2d_array(np.zeros(x_shape, dtype), w, None, *_args(params))[0].shape
             g = rng.standard_normal(z_shape).astype(dtype)
@@ -157,7 +157,7 @@ def check_conv2d_input_grad(conv2d_input_grad_array, rng):
                            "the convolution's input gradient using your conv2d_input_grad_array")
 
 
-@graded("a03-conv2d-weight-grad", "solutions.ops.conv:conv2d_weight_grad_array", points=2)
+@graded("a03-conv2d-weight-grad", "solutions.ops.conv:conv2d_weight_grad_array", points=2, diagnose=("conv2d",))
 def check_conv2d_weight_grad(conv2d_weight_grad_array, rng):
     f = conv2d_weight_grad_array
     reference = judged().reference()
@@ -166,7 +166,7 @@ def check_conv2d_weight_grad(conv2d_weight_grad_array, rng):
             x_shape, w_shape, params = _conv_shapes(rng, pattern)
             dtype = np.float32 if k % 4 == 1 else np.float64
             given = k % 2 == 0
-            label = f"{pattern[0]}, {'with' if given else 'without'} x's columns given, {_dtype_name(dtype)}"
+            label = f"{pattern[0]}, {'with' if given else 'without'} x's columns given, {dtype_name(dtype)}"
             x = rng.standard_normal(x_shape).astype(dtype)
             z_shape = _conv().conv2d_array(x, np.zeros(w_shape, dtype), None, *_args(params))[0].shape
             g = rng.standard_normal(z_shape).astype(dtype)

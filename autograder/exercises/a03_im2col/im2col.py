@@ -8,6 +8,7 @@ import numpy as np
 from autograder.judge.checks import (
     GradingFailure,
     close,
+    dtype_name,
     graded,
     judged,
     run,
@@ -21,7 +22,6 @@ from .common import (
     TIME_LIMIT,
     _array,
     _conv_shapes,
-    _dtype_name,
     _im,
     _in_sandbox,
     _inside_the_engine,
@@ -37,7 +37,7 @@ def _formula(size, kernel, stride, pad, dilation):
     return (size + pad - dilation * (kernel - 1) - 1) // stride + 1
 
 
-@graded("a03-output-size", "solutions.ops.im2col:output_size", points=1)
+@graded("a03-output-size", "solutions.ops.im2col:output_size", points=1, diagnose=("conv2d",))
 def check_output_size(output_size, rng):
     f = output_size
     cases = []
@@ -101,14 +101,14 @@ def _steps_swapped(xp, kernel, stride, dilation):
     return view[:, :, ::dh, ::dw, ::sh, ::sw]
 
 
-@graded("a03-windows", "solutions.ops.im2col:windows", points=2)
+@graded("a03-windows", "solutions.ops.im2col:windows", points=2, diagnose=("conv2d",))
 def check_windows(windows, rng):
     f = windows
     reference = judged().reference()
     with time_limit(TIME_LIMIT, _slow("windows")):
         for k, (label, kernel, stride, dilation, shape) in enumerate(_window_cases(rng)):
             dtype = np.float32 if k % 3 == 2 else np.float64
-            label = f"{label}, input {shape}, {_dtype_name(dtype)}"
+            label = f"{label}, input {shape}, {dtype_name(dtype)}"
             xp = rng.standard_normal(shape).astype(dtype)
             keep = xp.copy()
             there = _in_sandbox(xp)
@@ -163,7 +163,7 @@ def _given_forms(k: int, kernel, stride, padding, dilation):
     return tuple(kernel), tuple(stride), ((top, bottom), (left, right)), tuple(dilation)
 
 
-@graded("a03-im2col", "solutions.ops.im2col:im2col", points=3)
+@graded("a03-im2col", "solutions.ops.im2col:im2col", points=3, diagnose=("im2col / col2im", "conv2d"))
 def check_im2col(im2col, rng):
     f = im2col
     reference = judged().reference()
@@ -172,7 +172,7 @@ def check_im2col(im2col, rng):
             x_shape, w_shape, params = _conv_shapes(rng, pattern)
             kernel, stride, padding, dilation = w_shape[2:], params["stride"], params["padding"], params["dilation"]
             dtype = np.float32 if k % 4 == 1 else np.float64
-            label = f"{pattern[0]}, {_dtype_name(dtype)}"
+            label = f"{pattern[0]}, {dtype_name(dtype)}"
             x = rng.standard_normal(x_shape).astype(dtype)
             keep = x.copy()
             args = _given_forms(k, kernel, stride, padding, dilation)
@@ -243,7 +243,7 @@ def _crop(xp, padding, H, W, swapped=False):
     return xp[:, :, left:left + H, top:top + W] if swapped else xp[:, :, top:top + H, left:left + W]
 
 
-@graded("a03-col2im", "solutions.ops.im2col:col2im", points=3)
+@graded("a03-col2im", "solutions.ops.im2col:col2im", points=3, diagnose=("im2col / col2im", "conv2d"))
 def check_col2im(col2im, rng):
     f = col2im
     reference = judged().reference()
@@ -252,7 +252,7 @@ def check_col2im(col2im, rng):
             x_shape, w_shape, params = _conv_shapes(rng, pattern)
             kernel, stride, padding, dilation = w_shape[2:], params["stride"], params["padding"], params["dilation"]
             dtype = np.float32 if k % 4 == 1 else np.float64
-            label = f"{pattern[0]}, {_dtype_name(dtype)}"
+            label = f"{pattern[0]}, {dtype_name(dtype)}"
             N, C, H, W = x_shape
             OH, OW = _im().conv_output_hw((H, W), kernel, stride, padding, dilation)
             cols = rng.standard_normal((C * kernel[0] * kernel[1], N * OH * OW)).astype(dtype)

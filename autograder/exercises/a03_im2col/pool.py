@@ -6,20 +6,22 @@ import numpy as np
 from autograder.judge.checks import (
     GradingFailure,
     close,
+    dtype_name,
     graded,
     judged,
+    names_shape,
     reference_engine,
     run,
     student_engine,
     time_limit,
     type_name,
+    value_error_text,
 )
 
 from .common import (
     SPEED_SHAPE,
     TIME_LIMIT,
     _array,
-    _dtype_name,
     _im,
     _pool,
     _slow,
@@ -71,7 +73,7 @@ def _max_zero_padded(x, kernel, stride, pad):
     return _im().windows(xp, kernel, stride, (1, 1)).max(axis=(-2, -1))
 
 
-@graded("a03-max-pool", "solutions.ops.pool:max_pool2d_array", points=3)
+@graded("a03-max-pool", "solutions.ops.pool:max_pool2d_array", points=3, diagnose=("conv2d", "max_pool2d"))
 def check_max_pool(max_pool2d_array, rng):
     f = max_pool2d_array
     reference = judged().reference()
@@ -81,7 +83,7 @@ def check_max_pool(max_pool2d_array, rng):
                 dtype = np.float32 if k % 3 == 1 else np.float64
                 x = _pool_input(rng, pattern, dtype, ties, k)
                 label = f"{pattern[0]}{', many ties' if ties else ''}{', all values negative' if k % 2 else ''}, " \
-                        f"{_dtype_name(dtype)}"
+                        f"{dtype_name(dtype)}"
                 kernel, stride, pad = pattern[1:]
                 keep = x.copy()
                 got = run(f"{label}: max_pool2d_array", f, x, kernel, stride, pad)
@@ -169,7 +171,8 @@ def _integer_image(f, reference, rng) -> None:
         raise GradingFailure(f"{label}: index must be the offset of the winner inside its window, i*KW + j")
 
 
-@graded("a03-max-pool-backward", "solutions.ops.pool:max_pool2d_scatter_array", points=2)
+@graded("a03-max-pool-backward", "solutions.ops.pool:max_pool2d_scatter_array", points=2,
+        diagnose=("conv2d", "max_pool2d"))
 def check_max_pool_backward(max_pool2d_scatter_array, rng):
     f = max_pool2d_scatter_array
     reference = judged().reference()
@@ -181,7 +184,7 @@ def check_max_pool_backward(max_pool2d_scatter_array, rng):
             x = _pool_input(rng, pattern, dtype, True, k)
             _, index = forward(x, kernel, stride, pad)
             grad = rng.standard_normal(index.shape).astype(dtype)
-            label = f"{pattern[0]}, {_dtype_name(dtype)}"
+            label = f"{pattern[0]}, {dtype_name(dtype)}"
             keep = (grad.copy(), index.copy())
             got = run(f"{label}: max_pool2d_scatter_array", f, grad, index, x.shape, kernel, stride, pad)
             want = reference(*keep, x.shape, kernel, stride, pad)
@@ -274,7 +277,7 @@ def _avg_excluding_padding(x, kernel, stride, pad):
     return total / count
 
 
-@graded("a03-avg-pool", "solutions.ops.pool:avg_pool2d_array", points=2)
+@graded("a03-avg-pool", "solutions.ops.pool:avg_pool2d_array", points=2, diagnose=("conv2d", "avg_pool2d"))
 def check_avg_pool(avg_pool2d_array, rng):
     f = avg_pool2d_array
     reference = judged().reference()
@@ -283,7 +286,7 @@ def check_avg_pool(avg_pool2d_array, rng):
             dtype = np.float32 if k % 3 == 1 else np.float64
             kernel, stride, pad = pattern[1:]
             x = _pool_input(rng, pattern, dtype, False, 0)
-            label = f"{pattern[0]}, {_dtype_name(dtype)}"
+            label = f"{pattern[0]}, {dtype_name(dtype)}"
             keep = x.copy()
             got = run(f"{label}: avg_pool2d_array", f, x, kernel, stride, pad)
             want = reference(keep, kernel, stride, pad)
@@ -313,7 +316,7 @@ def check_avg_pool(avg_pool2d_array, rng):
     _speed("avg_pool2d_array", f, np.zeros(SPEED_SHAPE, np.float32), (3, 3), (1, 1), (1, 1))
 
 
-@graded("a03-global-avg-pool", "solutions.ops.pool:global_avg_pool2d", points=1)
+@graded("a03-global-avg-pool", "solutions.ops.pool:global_avg_pool2d", points=1, diagnose=("conv2d",))
 def check_global_avg_pool(global_avg_pool2d, rng):
     S = student_engine()
     Tensor, grad = S.Tensor, S.grad
@@ -349,25 +352,10 @@ def check_global_avg_pool(global_avg_pool2d, rng):
     if not isinstance(out, Tensor) or out.shape != (2, 3) or not close(out.data, x.mean(axis=(2, 3))):
         raise GradingFailure(f"{label}: accept anything as_tensor accepts (an ndarray too): start with "
                              "x = as_tensor(x), and return a Tensor")
-    text = run("a 3-D input: global_avg_pool2d", _value_error_text, f, Tensor(np.zeros((2, 3, 5))))
+    text = run("a 3-D input: global_avg_pool2d", value_error_text, f, Tensor(np.zeros((2, 3, 5))))
     if text is None:
         raise GradingFailure("a 3-D input (N, C, L) must be refused with a ValueError naming the expected "
                              "(N, C, H, W) shape, not averaged over the wrong axes")
-    if not _names_shape(text, (2, 3, 5)):
+    if not names_shape(text, (2, 3, 5)):
         raise GradingFailure("a 3-D input (N, C, L): your ValueError must name the shape it got, so that the "
                              "caller sees what was wrong")
-
-
-def _value_error_text(f, *args):
-    """The text of the ValueError f(*args) raises, or None when it raises none."""
-    try:
-        f(*args)
-    except ValueError as error:
-        return str(error)
-    return None
-
-
-def _names_shape(text: str, shape: tuple) -> bool:
-    """Whether an error message names `shape`, as (2, 3, 5), [2, 3, 5], 2x3x5 or 2 x 3 x 5."""
-    import re
-    return bool(re.search(r"\D" + r"\s*[,x×]\s*".join(str(n) for n in shape) + r"\D", f" {text} "))

@@ -51,7 +51,8 @@ def _ids(batches, label):
     return out
 
 
-@graded("a05-dataloader", "solutions.data:DataLoader", regions=("__iter__",), points=2, title="DataLoader.__iter__")
+@graded("a05-dataloader", "solutions.data:DataLoader", regions=("__iter__",), points=2, title="DataLoader.__iter__",
+        diagnose=("Module.parameters",))
 def check_dataloader(DataLoader, rng):
     TensorDataset = student_module("solutions.data").TensorDataset
     with time_limit(TIME_LIMIT, _slow("DataLoader")):

@@ -8,8 +8,10 @@ import numpy as np
 from autograder.judge.checks import (
     GradingFailure,
     close,
+    dtype_name,
     graded,
     judged,
+    raises,
     run,
     student_engine,
     time_limit,
@@ -18,8 +20,6 @@ from autograder.judge.checks import (
 
 from .common import (
     TIME_LIMIT,
-    _dtype_name,
-    _raises,
     _sandbox_array,
     _slow,
     _student_rng,
@@ -43,7 +43,7 @@ def _grads_of(E, fn, arrays, needs, upstream, name="the function"):
     return out, [None if g is None else np.array(g.data) for g in gs]
 
 
-@graded("a05-linear", "solutions.nn.functional:linear", points=1)
+@graded("a05-linear", "solutions.nn.functional:linear", points=1, diagnose=("linear", "Module.parameters"))
 def check_linear(linear, rng):
     import solutions as R
     S = student_engine()
@@ -86,7 +86,7 @@ def check_linear(linear, rng):
             if g is None or not close(g, h, dtype):
                 raise GradingFailure(f"{label}: the gradient with respect to {name} is wrong: build y with Tensor "
                                      "operations (x @ weight.T + bias), not on .data")
-    error = run("mismatched features: linear", _raises, f, _t(np.zeros((2, 3))), _t(np.zeros((4, 5))), None)
+    error = run("mismatched features: linear", raises, f, _t(np.zeros((2, 3))), _t(np.zeros((4, 5))), None)
     if not isinstance(error, ValueError):
         raise GradingFailure("an input with 3 features and a weight expecting 5 must raise a ValueError naming "
                              "both shapes (check x.shape[-1] against weight.shape[1])")
@@ -105,7 +105,7 @@ def _t(a, requires_grad=False):
     return student_engine().Tensor(a, requires_grad=requires_grad)
 
 
-@graded("a05-dropout", "solutions.nn.functional:dropout", points=2)
+@graded("a05-dropout", "solutions.nn.functional:dropout", points=2, diagnose=("Module.parameters",))
 def check_dropout(dropout, rng):
     S = student_engine()
     Tensor, grad = S.Tensor, S.grad
@@ -120,7 +120,7 @@ def check_dropout(dropout, rng):
             if not np.array_equal(out.data, x):
                 raise GradingFailure(f"{label}: dropout must return x unchanged (no mask, no scaling)")
         for p, dtype in [(0.3, np.float64), (0.5, np.float32), (0.8, np.float64)]:
-            label = f"training with p = {p}, {_dtype_name(dtype)}"
+            label = f"training with p = {p}, {dtype_name(dtype)}"
             ones = np.ones((200, 250), dtype=dtype)
             xt = Tensor(ones.copy(), requires_grad=True)
             out = _tensor_result(label, "dropout", run(f"{label}: dropout", f, xt, p, True,
@@ -168,7 +168,7 @@ def check_dropout(dropout, rng):
         if not np.allclose(first[first != 0], 2 * x[first != 0]):
             raise GradingFailure("for an arbitrary x, every kept element is x / (1-p) (here p = 0.5)")
         for p in (-0.1, 1.5):
-            if not isinstance(run(f"dropout with p = {p}", _raises, f, _t(np.ones(3)), p, True, _student_rng(1)),
+            if not isinstance(run(f"dropout with p = {p}", raises, f, _t(np.ones(3)), p, True, _student_rng(1)),
                               ValueError):
                 raise GradingFailure(f"p = {p} is not a probability: raise a ValueError for p outside [0, 1]")
         label = "training with rng=None"
@@ -221,7 +221,7 @@ def _bn_reference(x, rm, rv, w, b, training, momentum, eps, unbiased_norm=False,
     return y, rm, rv
 
 
-@graded("a05-batch-norm", "solutions.nn.functional:batch_norm", points=3)
+@graded("a05-batch-norm", "solutions.nn.functional:batch_norm", points=3, diagnose=("batch_norm", "Module.parameters"))
 def check_batch_norm(batch_norm, rng):
     import solutions as R
     S = student_engine()
@@ -241,7 +241,7 @@ def check_batch_norm(batch_norm, rng):
     ]
     with time_limit(TIME_LIMIT, _slow("batch_norm")):
         for label, shape, training, affine, stats, momentum, eps, dtype in cases:
-            label = f"{label}, {_dtype_name(dtype)}" if dtype != np.float32 else label
+            label = f"{label}, {dtype_name(dtype)}" if dtype != np.float32 else label
             C = shape[1]
             x = (rng.standard_normal(shape) * 2 + 1).astype(dtype)
             w = rng.uniform(0.5, 1.5, C).astype(dtype) if affine else None
@@ -314,13 +314,14 @@ def check_batch_norm(batch_norm, rng):
             if stats and not training and not (np.array_equal(rm_obj, rm0) and np.array_equal(rv_obj, rv0)):
                 raise GradingFailure(f"{label}: evaluation mode must not change the running statistics")
         x = S.Tensor(rng.standard_normal((1, 3)))
-        error = run("training on one sample: batch_norm", _raises, f, x, np.zeros(3), np.ones(3), None, None, True)
+        error = run("training on one sample: batch_norm", raises, f, x, np.zeros(3), np.ones(3), None, None, True)
         if not isinstance(error, ValueError):
             raise GradingFailure("training on a single value per channel (input (1, C)) cannot estimate a variance: "
                                  "raise a ValueError")
 
 
-@graded("a05-cross-entropy", "solutions.nn.functional:cross_entropy", points=2)
+@graded("a05-cross-entropy", "solutions.nn.functional:cross_entropy", points=2,
+        diagnose=("cross_entropy", "Module.parameters"))
 def check_cross_entropy(cross_entropy, rng):
     import solutions as R
     S = student_engine()
@@ -385,6 +386,6 @@ def check_cross_entropy(cross_entropy, rng):
     for what, target, error_type in [("a target out of range", np.array([0, 4, 1]), IndexError),
                                      ("one target too few", np.array([0, 1]), ValueError),
                                      ("float targets", np.array([0.0, 1.0, 2.0]), TypeError)]:
-        if not isinstance(run(f"{what}: cross_entropy", _raises, f, logits, target), error_type):
+        if not isinstance(run(f"{what}: cross_entropy", raises, f, logits, target), error_type):
             raise GradingFailure(f"{what}: check the targets with the given _class_targets(\"cross_entropy\", "
                                  f"logits, target), which raises a {error_type.__name__} for them")

@@ -7,7 +7,9 @@ import numpy as np
 
 from autograder.judge.checks import (
     GradingFailure,
+    dtype_name,
     graded,
+    raises,
     run,
     same_object,
     student_engine,
@@ -16,8 +18,6 @@ from autograder.judge.checks import (
 
 from .common import (
     TIME_LIMIT,
-    _dtype_name,
-    _raises,
     _slow,
     _student_rng,
 )
@@ -26,7 +26,7 @@ from .common import (
 # --------------------------------------------------------------------------------------------
 # Initialization
 # --------------------------------------------------------------------------------------------
-@graded("a05-fan-in-fan-out", "solutions.nn.init:fan_in_and_fan_out", points=1)
+@graded("a05-fan-in-fan-out", "solutions.nn.init:fan_in_and_fan_out", points=1, diagnose=("Module.parameters",))
 def check_fan(fan_in_and_fan_out, rng):
     f = fan_in_and_fan_out
     cases = [((5, 3), "a Linear weight (out, in)"), ((8, 3, 3, 3), "a Conv2d weight (K, C, KH, KW)"),
@@ -51,11 +51,11 @@ def check_fan(fan_in_and_fan_out, rng):
                                  "by the receptive field (the product of the kernel dimensions)")
         raise GradingFailure(f"{label}: wrong fans; fan_in = shape[1] x receptive field, fan_out = shape[0] x "
                              "receptive field")
-    if not isinstance(run("a 1-D shape: fan_in_and_fan_out", _raises, f, (5,)), ValueError):
+    if not isinstance(run("a 1-D shape: fan_in_and_fan_out", raises, f, (5,)), ValueError):
         raise GradingFailure("a 1-D shape has no fan in and fan out: raise a ValueError")
 
 
-@graded("a05-kaiming-uniform", "solutions.nn.init:kaiming_uniform_", points=1)
+@graded("a05-kaiming-uniform", "solutions.nn.init:kaiming_uniform_", points=1, diagnose=("Module.parameters",))
 def check_kaiming_uniform(kaiming_uniform_, rng):
     from solutions.nn import init
     Tensor = student_engine().Tensor
@@ -67,7 +67,7 @@ def check_kaiming_uniform(kaiming_uniform_, rng):
     ]
     with time_limit(TIME_LIMIT, _slow("kaiming_uniform_")):
         for label, shape, kwargs, dtype in cases:
-            label = f"{label}, {_dtype_name(dtype)}"
+            label = f"{label}, {dtype_name(dtype)}"
             t = Tensor(np.zeros(shape, dtype=dtype))
             seed = int(rng.integers(1 << 30))
             out = run(f"{label}: kaiming_uniform_", lambda: kaiming_uniform_(t, rng=_student_rng(seed), **kwargs))
@@ -158,7 +158,7 @@ def _xavier_mistakes(shape, gain, std: float) -> list[tuple[float, str]]:
     return out
 
 
-@graded("a05-xavier-uniform", "solutions.nn.init:xavier_uniform_", points=1)
+@graded("a05-xavier-uniform", "solutions.nn.init:xavier_uniform_", points=1, diagnose=("Module.parameters",))
 def check_xavier_uniform(xavier_uniform_, rng):
     f = xavier_uniform_
     with time_limit(TIME_LIMIT, _slow("xavier_uniform_")):
@@ -185,7 +185,7 @@ def check_xavier_uniform(xavier_uniform_, rng):
                                  "fan_out))")
 
 
-@graded("a05-xavier-normal", "solutions.nn.init:xavier_normal_", points=1)
+@graded("a05-xavier-normal", "solutions.nn.init:xavier_normal_", points=1, diagnose=("Module.parameters",))
 def check_xavier_normal(xavier_normal_, rng):
     f = xavier_normal_
     with time_limit(TIME_LIMIT, _slow("xavier_normal_")):

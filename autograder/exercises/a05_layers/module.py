@@ -9,6 +9,7 @@ from autograder.judge.checks import (
     current,
     graded,
     in_sandbox,
+    raises,
     run,
     same_object,
     student_engine,
@@ -19,7 +20,6 @@ from autograder.judge.checks import (
 
 from .common import (
     TIME_LIMIT,
-    _raises,
     _slow,
 )
 
@@ -138,7 +138,7 @@ def _check_setattr(Module, rng):
             not same_object(run(label, lambda: m._parameters["weight"]), w2):
         raise GradingFailure(f"{label}: assigning a new Parameter to an existing name replaces it in place: the "
                              "name keeps its position, once")
-    error = run(f"{label}: self.weight = a plain Tensor", _raises, setattr, m, "weight", Tensor(np.ones((3, 2))))
+    error = run(f"{label}: self.weight = a plain Tensor", raises, setattr, m, "weight", Tensor(np.ones((3, 2))))
     if not isinstance(error, TypeError):
         raise GradingFailure(f"{label}: assigning something other than a Parameter (or None) to a parameter's "
                              "name must raise a TypeError that says to write to .data instead")
@@ -161,7 +161,7 @@ def _check_setattr(Module, rng):
     if buffer is None or not np.array_equal(np.asarray(buffer), np.ones(2)):
         raise GradingFailure(f"{label}: an ndarray assigned to a buffer's name stays a buffer, with the new array "
                              "in self._buffers (BatchNorm reassigns its counter this way)")
-    error = run(f"{label}: self.count = 'text'", _raises, setattr, m, "count", "text")
+    error = run(f"{label}: self.count = 'text'", raises, setattr, m, "count", "text")
     if not isinstance(error, TypeError):
         raise GradingFailure(f"{label}: a buffer's name takes an ndarray or None; anything else is a TypeError")
 
@@ -333,7 +333,7 @@ def _check_load_state_dict(Module, rng):
     def load_error(tree, state, strict, what):
         """The exception the student's load_state_dict raises (None if it returns)."""
         d, _ = sandbox_state(state)
-        return run(f"{label} with {what}", lambda: _raises(tree.root.load_state_dict, d, strict))
+        return run(f"{label} with {what}", lambda: raises(tree.root.load_state_dict, d, strict))
 
     def values(tree):
         return {k: np.asarray(run(label, lambda a=a: np.asarray(a))) for k, a in tree.arrays.items()}
@@ -385,7 +385,7 @@ def _check_load_state_dict(Module, rng):
         # The student's own exception would quote the hidden checkpoint's keys: say what is wrong instead.
         d, _ = sandbox_state(state)
         returned: list = []
-        error = _raises(lambda: returned.append(tree.root.load_state_dict(d, False)))
+        error = raises(lambda: returned.append(tree.root.load_state_dict(d, False)))
         if isinstance(error, (SandboxTimeout, NotImplementedError)):
             raise error
         if error is not None:
@@ -428,7 +428,7 @@ def _check_load_state_dict(Module, rng):
 @graded("a05-module", "solutions.nn.module:Module",
         regions=("__setattr__", "named_modules", "named_parameters", "train", "_state_arrays", "state_dict",
                  "load_state_dict"),
-        points=4)
+        points=4, diagnose=("Module.parameters",))
 def check_module(Module, rng):
     with time_limit(TIME_LIMIT, _slow("Module")):
         _check_setattr(Module, rng)

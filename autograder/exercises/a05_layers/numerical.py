@@ -42,7 +42,8 @@ def _one_sided(f, x: np.ndarray, eps: float) -> np.ndarray:
     return grad
 
 
-@graded("a05-numerical-gradient", "solutions.nn.numerical:numerical_gradient", points=2)
+@graded("a05-numerical-gradient", "solutions.nn.numerical:numerical_gradient", points=2,
+        diagnose=("Module.parameters",))
 def check_numerical_gradient(numerical_gradient, rng):
     np_s = current().module("numpy")
     f = numerical_gradient

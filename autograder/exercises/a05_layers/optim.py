@@ -6,6 +6,7 @@ import numpy as np
 from autograder.judge.checks import (
     GradingFailure,
     close,
+    dtype_name,
     graded,
     in_sandbox,
     judged,
@@ -16,7 +17,6 @@ from autograder.judge.checks import (
 
 from .common import (
     TIME_LIMIT,
-    _dtype_name,
     _sandbox_subclass,
     _slow,
 )
@@ -120,7 +120,8 @@ def _sgd_sim(p0, grads, lr, momentum=0.0, dampening=0.0, nesterov=False, weight_
     return history
 
 
-@graded("a05-sgd", "solutions.optim:SGD", regions=("_update",), points=3, title="SGD._update")
+@graded("a05-sgd", "solutions.optim:SGD", regions=("_update",), points=3, title="SGD._update",
+        diagnose=("Module.parameters",))
 def check_sgd(SGD, rng):
     import solutions as R
     S = student_engine()
@@ -138,7 +139,7 @@ def check_sgd(SGD, rng):
     with time_limit(TIME_LIMIT, _slow("SGD")):
         for k, (label, kwargs) in enumerate(configs):
             dtype = np.float32 if k == 1 else np.float64
-            label = f"{label}, {STEPS} steps, {_dtype_name(dtype)}" + (", a parameter without grad in one step"
+            label = f"{label}, {STEPS} steps, {dtype_name(dtype)}" + (", a parameter without grad in one step"
                                                                        if k in (1, 3) else "")
             p0 = [rng.standard_normal(s).astype(dtype) for s in SHAPES]
             grads = _grads(rng, dtype, skip=k in (1, 3))
@@ -231,7 +232,8 @@ def _adam_sim(p0, grads, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0
     return history
 
 
-@graded("a05-adam", "solutions.optim:Adam", regions=("_update",), points=3, title="Adam._update")
+@graded("a05-adam", "solutions.optim:Adam", regions=("_update",), points=3, title="Adam._update",
+        diagnose=("Adam", "Module.parameters"))
 def check_adam(Adam, rng):
     import solutions as R
     S = student_engine()
@@ -247,7 +249,7 @@ def check_adam(Adam, rng):
     with time_limit(TIME_LIMIT, _slow("Adam")):
         for k, (label, kwargs, decoupled) in enumerate(configs):
             dtype = np.float32 if k == 2 else np.float64
-            label = f"{label}, {STEPS} steps, {_dtype_name(dtype)}" + (", a parameter without grad in one step"
+            label = f"{label}, {STEPS} steps, {dtype_name(dtype)}" + (", a parameter without grad in one step"
                                                                        if k == 1 else "")
             p0 = [rng.standard_normal(s).astype(dtype) for s in SHAPES]
             grads = _grads(rng, dtype, skip=k == 1)

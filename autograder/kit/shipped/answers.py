@@ -77,6 +77,12 @@ def _grade_id(cell: dict) -> str:
     return cell.get("metadata", {}).get("nbgrader", {}).get("grade_id", "") or ""
 
 
+def not_done(source: str) -> bool:
+    """Whether an answer cell is still as released: it ends in nbgrader's `raise NotImplementedError()`.
+    (The judge asks the same of every answer cell: an exercise not done is a stub in its sandbox too.)"""
+    return bool(_NOT_DONE.search(source))
+
+
 def answer_cells(cells: list[dict], assignment: str) -> list[tuple[str, str]]:
     """(grade id, source) of the cells that are loaded: the imports cell and the answer cells."""
     out = []
@@ -99,7 +105,7 @@ def load_cells(assignment: str, cells: list[dict]) -> list[Answer]:
     namespace: dict = {"__name__": f"coursekit_answers_{_prefix(assignment)}"}
     ran: dict[str, str] = {}   # grade id -> "" (ran) or the error
     for grade_id, source in answer_cells(cells, assignment):
-        if grade_id in mine and _NOT_DONE.search(source):
+        if grade_id in mine and not_done(source):
             ran[grade_id] = "not done"
             continue
         try:
@@ -199,9 +205,9 @@ def status() -> None:
 # Which of your ops is wrong? Gradient checks of the engine's pieces, each named by its exercises.
 # --------------------------------------------------------------------------------------------
 def _cases():
-    """(what, exercises, check) for every piece the CNN's training runs through. Each check uses only
-    the engine's public API and central differences: it knows no answer, it compares your backward
-    with your forward."""
+    """(what, check) for every piece the CNN's training runs through (the exercises each is made of:
+    `DIAGNOSED` in `_exercises.py`). Each check uses only the engine's public API and central
+    differences: it knows no answer, it compares your backward with your forward."""
     import numpy as np
 
     from .engine import Function, Tensor, nn, optim
@@ -259,32 +265,29 @@ def _cases():
 
     labels = np.array([0, 2, 1, 2])
     return [
-        ("the backward walk", ("a01-",), walk),
-        ("x + y (broadcast)", ("a02-add", "a02-unbroadcast"), lambda: gradcheck(lambda a, b: a + b, t(3, 4), t(4))),
-        ("x * y (broadcast)", ("a02-mul", "a02-unbroadcast"), lambda: gradcheck(lambda a, b: a * b, t(3, 4), t(3, 1))),
-        ("x / y", ("a02-div",), lambda: gradcheck(lambda a, b: a / b, t(3, 4), t(4, low=True))),
-        ("x ** p", ("a02-pow-scalar",), lambda: gradcheck(lambda a: a ** 3, t(3, 4))),
-        ("exp, log", ("a02-exp", "a02-log"), lambda: gradcheck(lambda a: a.exp() + a.log(), t(3, 4, low=True))),
-        ("tanh, sigmoid", ("a02-tanh", "a02-sigmoid"), lambda: gradcheck(lambda a: a.tanh() * a.sigmoid(), t(3, 4))),
-        ("sum", ("a02-sum",), lambda: gradcheck(lambda a: a.sum(axis=1), t(3, 4))),
-        ("transpose, reshape", ("a02-transpose",), lambda: gradcheck(lambda a: a.transpose(1, 0) * 1.0, t(3, 4))),
-        ("indexing", ("a02-getitem",), lambda: gradcheck(lambda a: a[np.array([0, 0, 2]), 1:3], t(3, 4))),
-        ("matmul", ("a02-matmul",), lambda: gradcheck(lambda a, b: a @ b, t(3, 4), t(4, 2))),
-        ("log_softmax", ("a02-log-softmax", "a02-softmax"),
-         lambda: gradcheck(lambda a: a.log_softmax(axis=1), t(3, 4))),
-        ("im2col / col2im", ("a03-im2col", "a03-col2im"), im2col_adjoint),
-        ("conv2d", ("a03-",),
-         lambda: gradcheck(lambda a, w: conv2d(a, w, padding=1, stride=2), t(2, 3, 5, 5), t(4, 3, 3, 3))),
-        ("max_pool2d", ("a03-max-pool", "a03-max-pool-backward"),
-         lambda: gradcheck(lambda a: max_pool2d(a, 2), t(2, 3, 4, 4))),
-        ("avg_pool2d", ("a03-avg-pool",), lambda: gradcheck(lambda a: avg_pool2d(a, 2), t(2, 3, 4, 4))),
-        ("linear", ("a05-linear",), lambda: gradcheck(F.linear, t(5, 4), t(3, 4), t(3))),
-        ("batch_norm", ("a05-batch-norm",), lambda: gradcheck(
+        ("the backward walk", walk),
+        ("x + y (broadcast)", lambda: gradcheck(lambda a, b: a + b, t(3, 4), t(4))),
+        ("x * y (broadcast)", lambda: gradcheck(lambda a, b: a * b, t(3, 4), t(3, 1))),
+        ("x / y", lambda: gradcheck(lambda a, b: a / b, t(3, 4), t(4, low=True))),
+        ("x ** p", lambda: gradcheck(lambda a: a ** 3, t(3, 4))),
+        ("exp, log", lambda: gradcheck(lambda a: a.exp() + a.log(), t(3, 4, low=True))),
+        ("tanh, sigmoid", lambda: gradcheck(lambda a: a.tanh() * a.sigmoid(), t(3, 4))),
+        ("sum", lambda: gradcheck(lambda a: a.sum(axis=1), t(3, 4))),
+        ("transpose, reshape", lambda: gradcheck(lambda a: a.transpose(1, 0) * 1.0, t(3, 4))),
+        ("indexing", lambda: gradcheck(lambda a: a[np.array([0, 0, 2]), 1:3], t(3, 4))),
+        ("matmul", lambda: gradcheck(lambda a, b: a @ b, t(3, 4), t(4, 2))),
+        ("log_softmax", lambda: gradcheck(lambda a: a.log_softmax(axis=1), t(3, 4))),
+        ("im2col / col2im", im2col_adjoint),
+        ("conv2d", lambda: gradcheck(lambda a, w: conv2d(a, w, padding=1, stride=2), t(2, 3, 5, 5), t(4, 3, 3, 3))),
+        ("max_pool2d", lambda: gradcheck(lambda a: max_pool2d(a, 2), t(2, 3, 4, 4))),
+        ("avg_pool2d", lambda: gradcheck(lambda a: avg_pool2d(a, 2), t(2, 3, 4, 4))),
+        ("linear", lambda: gradcheck(F.linear, t(5, 4), t(3, 4), t(3))),
+        ("batch_norm", lambda: gradcheck(
             lambda a: F.batch_norm(a, np.zeros(3), np.ones(3), training=True), t(4, 3, 2, 2))),
-        ("cross_entropy", ("a05-cross-entropy",), lambda: gradcheck(
+        ("cross_entropy", lambda: gradcheck(
             lambda a: F.cross_entropy(a, labels, label_smoothing=0.1), t(4, 3))),
-        ("Adam", ("a05-adam",), adam),
-        ("Module.parameters", ("a05-",), lambda: len(list(nn.Linear(2, 3).parameters())) == 2 or (_ for _ in ()).throw(
+        ("Adam", adam),
+        ("Module.parameters", lambda: len(list(nn.Linear(2, 3).parameters())) == 2 or (_ for _ in ()).throw(
             AssertionError("nn.Linear(2, 3).parameters() should give its weight and bias"))),
     ]
 
@@ -292,22 +295,19 @@ def _cases():
 def diagnose(quiet: bool = False) -> list[str]:
     """Check every piece of the engine the CNN's training runs through; return (and print) one line
     per piece that fails, naming the exercises it is made of."""
-    from . import EXERCISES  # type: ignore[attr-defined]  # shipped as coursekit/answers.py
-    ids = sorted(eid for _name, (_module, eid) in EXERCISES.items())
+    from ._exercises import DIAGNOSED  # type: ignore[import-not-found]  # shipped as coursekit/answers.py
     problems = []
-    for what, exercises, check in _cases():
+    for what, check in _cases():
         try:
             check()
         except Exception as error:  # noqa: BLE001 (whatever your code raises is the diagnosis)
-            # "a03-" stands for every exercise of a03 (conv2d runs through all of them)
-            named = [i for i in ids if any(i == e or (e.endswith("-") and i.startswith(e)) for e in exercises)]
+            named = DIAGNOSED.get(what, ())
             where = ", ".join(named[:6]) + (" …" if len(named) > 6 else "")
             message = str(error).strip().split("\n")[0][:200]
             if isinstance(error, NotImplementedError):  # its message names the exercise to do
                 problems.append(f"{what}: {message}")
             else:
-                problems.append(f"{what}: {type(error).__name__}: {message} "
-                                f"[exercises: {where or ', '.join(exercises)}]")
+                problems.append(f"{what}: {type(error).__name__}: {message} [exercises: {where or '?'}]")
     if not quiet:
         print("\n".join(problems) if problems else "diagnose: every piece passes its gradient check")
     return problems
