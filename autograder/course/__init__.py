@@ -4,8 +4,13 @@ Every command goes through :class:`Course`, so that the course root, the gradebo
 ``nbgrader_config.py`` of the course are read in one place and handed to nbgrader's own API.
 The package's modules: ``notebook`` (cells, their nbgrader metadata, solution and hidden-test
 regions, the judge's message on a test cell), ``regions`` (an exercise's body in ``solutions/``
-and in a notebook cell), ``nbgrader_glue`` (what we set or patch in nbgrader) and ``lms`` (the
-roster, and the files Canvas and Moodle export and import).
+and in a notebook cell), ``codelines`` (code as the leak scan and the scrub compare it),
+``students`` (what an id may be, and names as a terminal shows them), ``nbgrader_glue`` (what we
+set or patch in nbgrader), ``lms`` (the roster, and the files Canvas and Moodle export and
+import), ``exchange`` (nbgrader's exchange read and written as a class's machine needs: its
+students are hostile), ``owner`` (who a command runs as: never root on a course a user controls),
+``files`` and ``safe_csv`` (how every output is written: never through a link, no formula in a
+CSV) and ``safe_html`` (the one sanitizer of every page that shows a student's HTML).
 """
 
 from __future__ import annotations

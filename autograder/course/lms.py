@@ -1,7 +1,7 @@
 """The LMS round trip: a roster of LMS identities, Canvas and Moodle export names, their grade imports.
 
 **Roster** (``autograder students import roster.csv``): a CSV with a header row; ``id`` (the course
-id, the nbgrader student id; :data:`autograder.commands.collect.STUDENT_ID_RULE`) is required, every other
+id, the nbgrader student id; :data:`autograder.course.students.STUDENT_ID_RULE`) is required, every other
 column optional and any cell of them may be empty: ``first_name``, ``last_name``, ``email``,
 ``canvas_id`` (Canvas's numeric user id), ``moodle_id`` (Moodle's participant id, digits),
 ``sis_id`` (the university's student number: Canvas's "SIS User ID", Moodle's "ID number") and
