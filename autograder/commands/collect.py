@@ -19,8 +19,9 @@ Which student a file belongs to, first rule that applies:
 
 Student ids: 1 to 64 characters, letters, digits, ``.``, ``_`` and ``-``, starting with a letter
 or a digit (:data:`autograder.course.students.STUDENT_ID_RULE`; an id becomes folder and file
-names). Each imported notebook lands in ``submitted/<student>/<assignment>/<notebook>.ipynb`` with nbgrader's ``timestamp.txt`` (the
-file's modification time, which LMS exports set to the submission time). One import is one
+names). Each imported notebook lands in ``submitted/<student>/<assignment>/<notebook>.ipynb`` with
+nbgrader's ``timestamp.txt`` (the file's modification time, which LMS exports set to the submission
+time). One import is one
 snapshot per student: a student already in ``submitted/`` has the whole submission replaced
 (reported), or left alone if the files are identical (so re-importing an export changes nothing
 and triggers no regrading).
