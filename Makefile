@@ -56,7 +56,7 @@ book: install
 	@echo "The book: open _build/html/index.html. For search with context, serve it:"
 	@echo "  python3 -m http.server -d _build/html   # then open http://localhost:8000"
 
-# Headless Chromium for the book's browser test (tests/test_book.py). CI starts from a clean
+# Headless Chromium for the book's browser test (tests/book/test_book.py). CI starts from a clean
 # Debian machine, so install it when it is missing (needs root).
 chromium:
 	command -v chromium >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium)
@@ -65,7 +65,7 @@ chromium:
 bubblewrap:
 	command -v bwrap >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap)
 
-# A PostgreSQL server for the test of `--db postgresql://...` (tests/test_autograder_postgres.py
+# A PostgreSQL server for the test of `--db postgresql://...` (tests/grader/test_autograder_postgres.py
 # starts a throwaway one of its own; the package's own cluster is not used).
 postgresql:
 	ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql)
@@ -88,7 +88,7 @@ bench: install
 # and the deadline at their full windows (2, 10, 2 minutes), stopping at the first N that fails the bar
 # (an error, a submission lost or doubled, p95 submit >= 5 s). As root, loopback only; it makes and removes
 # its own system users and builds the hub's environment under /opt/autograd-hub-h33 the first time. About
-# 20 minutes per N: never part of `make test` (tests/test_class_load.py is its one-minute version).
+# 20 minutes per N: never part of `make test` (tests/deploy/test_class_load.py is its one-minute version).
 .PHONY: bench-class
 bench-class: install
 	$(PY) benchmarks/bench_class.py --sweep 10,20,40,60 --json _build/bench-class.json

@@ -40,7 +40,7 @@ Who runs what, a folder each:
 
 ``judge/``, ``course/``, ``grading/``, ``sandbox/`` and ``kit/`` never import ``commands/``,
 ``authoring/`` or ``cli.py``, and no module comes back to itself through its imports
-(``tests/test_grader_layers.py``): what the commands share with what runs beneath them lives beneath.
+(``tests/grader/test_grader_layers.py``): what the commands share with what runs beneath them lives beneath.
 
 
 Conventions for assignment writers (the files of an assignment, exercise ids, the nbgrader cells

@@ -18,7 +18,7 @@ draws) run in this process on the reference engine, with the model answers, with
 mutant of ``train_step`` (autograder/mutants/a06_training.py) and with a broken a02 op (``Mul``
 whose x-gradient multiplies by x, a02's ``mul-swapped``): the held-out accuracy each would reach
 if accuracy were all the check looked at. (The check stops them earlier, each with its own
-message: tests/test_exercises.py and tests/test_capstone_trust.py.) Then the model answers at
+message: tests/grader/test_exercises.py and tests/grader/test_capstone_trust.py.) Then the model answers at
 other budgets (epochs, training images), for the choice of the budget.
 """
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """A class at once on the hub of deploy/hub.py: N simulated students in three arrival shapes, measured.
 
-    sudo .venv/bin/python benchmarks/bench_class.py -n 5 --minutes 1    # the small run (tests/test_class_load.py)
+    sudo .venv/bin/python benchmarks/bench_class.py -n 5 --minutes 1    # small: tests/deploy/test_class_load.py
     sudo .venv/bin/python benchmarks/bench_class.py --sweep 10,20,40     # `make bench-class`: N stepped
 
 Each student is a real system user (``ld<tag>s<k>``, created here and removed at the end with
@@ -68,7 +68,7 @@ import psutil
 
 REPO = Path(__file__).resolve().parents[1]
 HUB = REPO / "deploy" / "hub.py"
-# deploy/hub.py's own, shared with tests/test_semester.py
+# deploy/hub.py's own, shared with tests/deploy/test_semester.py
 PREFIX = Path(os.environ.get("AUTOGRAD_HUB_PREFIX", "/opt/autograd-hub"))
 COURSE = "autograd-course"
 ASSIGNMENT = "a01_graphs"
@@ -454,7 +454,7 @@ class Student:
 def answered_notebook(fetched: dict) -> dict:
     """The fetched a01 notebook with every answer written as the source notebook has it (the model answer)."""
     sys.path.insert(0, str(REPO / "tests"))
-    from autograder_support import answered
+    from support.course import answered
     source = json.loads((REPO / "assignments" / "source" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").read_text())
     return answered(fetched, source)
 

@@ -321,7 +321,7 @@ def record_as_nbgrader(course: Course, assignment: str, student: str, autograded
     """A student's gradebook rows as ``grade`` wrote them before issue 33, nbgrader's own way: the
     student and the submission, then nbgrader's SaveAutoGrades and AssignLatePenalties on each
     notebook, each opening a Gradebook of its own and committing after every cell. The reference
-    that the one-transaction path must match row for row (tests/test_autograder_record.py)."""
+    that the one-transaction path must match row for row (tests/grader/test_autograder_record.py)."""
     from nbgrader.preprocessors import AssignLatePenalties, SaveAutoGrades
 
     from autograder.course import notebook

@@ -31,7 +31,7 @@ from autograder.commands.feedback import MathBudget, sanitize_html  # noqa: E402
 from autograder.course import CourseError  # noqa: E402
 from autograder.course.nbgrader_glue import cut_hidden_regions  # noqa: E402
 
-from autograder_support import ASSIGNMENT, NOTEBOOK, make_course, source_notebook  # noqa: E402
+from support.course import ASSIGNMENT, NOTEBOOK, make_course, source_notebook  # noqa: E402
 
 OLD_CUT = re.compile(r"^[^\n]*BEGIN HIDDEN TESTS.*?END HIDDEN TESTS[^\n]*\n?", re.S | re.M)
 

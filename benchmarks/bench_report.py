@@ -3,7 +3,7 @@
     python benchmarks/bench_report.py                    # 300 students of a02_broadcasting, 2 rounds
     python benchmarks/bench_report.py -n 60 --rounds 3
 
-The class is made from the course's catalogue (tests/class_support.py) and recorded as ``grade``
+The class is made from the course's catalogue (tests/support/classes.py) and recorded as ``grade``
 records it (not timed): for each student and exercise, the model answer (half of them in one of
 the catalogue's other styles), a mutant (the real judge's message, judged once per mutant), or the
 stub left unanswered; 5 % of the students hand in a disguised copy of another's notebook (names,
@@ -19,7 +19,7 @@ The class is made of a few catalogue variants per exercise, each handed in by do
 all of them are common passages (more than 10 students share them), so they are no evidence
 between two students, and the pairs flagged here are among the disguised copies, whose
 ``ast.unparse`` formatting they share. This measures time; detection is measured by
-tests/test_report_similarity.py.
+tests/grader/test_report_similarity.py.
 """
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ from autograder.commands.report import report  # noqa: E402
 from autograder.course import Course, notebook  # noqa: E402
 from autograder.mutants import load_mutants  # noqa: E402
 
-from class_support import (  # noqa: E402
+from support.classes import (  # noqa: E402
     alternatives_by_exercise,
     disguise,
     judged,

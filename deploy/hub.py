@@ -42,7 +42,7 @@ COURSE_ID = "autograd-course"  # as deploy/hub/{student,instructor}/nbgrader_con
 # otherwise make them first, and publish their own "assignment"): owner root, group the instructors;
 # inbound takes every student's submission (write, no list; sticky: no one removes another's).
 # What the grader needs that the students' environment (requirements-hub.txt) does not have: installed
-# with the grader, where students cannot read it. tests/test_kubernetes.py checks that every
+# with the grader, where students cannot read it. tests/deploy/test_kubernetes.py checks that every
 # dependency of the course package is in one or the other.
 GRADER_ONLY = ("sphinx-mathjax-offline>=0.0.2,<1", "copydetect>=0.5,<0.6")
 EXCHANGE_FOLDERS = {"": 0o2775, "outbound": 0o2775, "inbound": 0o3773, "feedback": 0o2771}

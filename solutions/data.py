@@ -1,6 +1,6 @@
 """Datasets and mini-batches: `Dataset`, `TensorDataset`, `DataLoader`, and the digits data set.
 
-Book: chapter 6 (`book/06_training.md`). Tests: `tests/test_data.py`.
+Book: chapter 6 (`book/06_training.md`). Tests: `tests/engine/test_data.py`.
 
 Depends only on NumPy, scikit-learn (for its bundled digits images) and the engine's `Tensor`.
 

@@ -1,6 +1,6 @@
 """The dynamic computation graph: `Tensor`, `Function` and reverse-mode backward.
 
-Book: chapter 1 (`book/01_graphs.md`). Tests: `tests/test_graphs.py`. Assignment
+Book: chapter 1 (`book/01_graphs.md`). Tests: `tests/engine/test_graphs.py`. Assignment
 `assignments/source/a01_graphs/` builds the same ideas on scalars first (`solutions/scalar.py`),
 then has students write this module's graph walk: `toposort`, `run_backward` and `no_grad`.
 

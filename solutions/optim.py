@@ -1,6 +1,6 @@
 """Optimizers with PyTorch's exact update rules: SGD (momentum, Nesterov, weight decay), Adam, AdamW.
 
-Book: chapter 5 (`book/05_layers.md`). Tests: `tests/test_optim.py`, `tests/test_nn_golden.py`.
+Book: chapter 5 (`book/05_layers.md`). Tests: `tests/engine/test_optim.py`, `tests/engine/test_nn_golden.py`.
 
 An optimizer holds the parameters and, per parameter, the state its rule needs (a momentum
 buffer, Adam's two moment estimates and step count). `step()` reads each `p.grad` and changes

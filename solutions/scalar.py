@@ -1,7 +1,7 @@
 """A scalar autograd engine in the style of micrograd: one `Value` per number.
 
 Book: chapter 1 (`book/01_graphs.md`). Assignment: `assignments/source/a01_graphs/`.
-Tests: `tests/test_exercises.py` (grading), `tests/test_scalar.py`.
+Tests: `tests/grader/test_exercises.py` (grading), `tests/engine/test_scalar.py`.
 
 Each op is a module-level function that builds its output `Value` and, a few lines below, the
 `_backward` closure that sends the output's gradient to the inputs. Closures *accumulate*

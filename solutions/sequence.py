@@ -22,7 +22,7 @@ exactly right for seeds 0, 1, 2, training in 51, 47 and 40 s wall time (6.9 to 7
 Book: chapter 7 (`book/07_attention.md`) writes this model, its loss and its decoding on the
 page, trains it with `train` (the loop only) and shows its attention maps; chapter 6
 (`book/06_training.md`) for the training loop's pieces used here.
-Tests: `tests/test_attention.py` (a reduced run that must learn well beyond chance). Layers:
+Tests: `tests/engine/test_attention.py` (a reduced run that must learn well beyond chance). Layers:
 `solutions/nn/attention.py`.
 """
 from __future__ import annotations

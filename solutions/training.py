@@ -12,7 +12,7 @@ and writes `curves.png` (loss and accuracy per epoch) and `confusion_<model>.png
 Book: chapter 6 (`book/06_training.md`) imports the pieces: `make_cnn`, `make_mlp`, `make_loaders`, `train`, `evaluate`,
 `confusion_matrix`, `plot_history`, `plot_confusion`. Assignment: `assignments/source/a06_training/`
 (the capstone: `train_step`, then this whole recipe on the student's own engine).
-Tests: `tests/test_training.py`.
+Tests: `tests/engine/test_training.py`.
 
 The CNN's recipe, chosen to clear 98 % test accuracy on every seed tried (seeds 0-13: 98.3 % to
 100 %, mean 99.2 %) in about 15 CPU-seconds of training:

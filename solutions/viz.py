@@ -1,6 +1,6 @@
 """Draw the graph a computation built, as SVG, with no graphviz: `draw_graph(y)`.
 
-Book: chapter 1 (`book/01_graphs.md`, *Nodes and edges*). Tests: `tests/test_viz.py`.
+Book: chapter 1 (`book/01_graphs.md`, *Nodes and edges*). Tests: `tests/engine/test_viz.py`.
 
 One box per tensor, an arrow from each input of an operation to its output, the operation's name
 on the output's box. The layout is a hand-made layered drawing: an operation's column is the length

@@ -1,4 +1,10 @@
-"""Shared test configuration: Hypothesis profiles, and a guard that xdist groups hold.
+"""Shared test configuration: Hypothesis profiles, a guard that xdist groups hold, a marker per
+assignment, the suite's time per area, and the check that no file is left to another uid.
+
+The tests are laid out by what they test: ``engine/`` (the reference engine, ``solutions/``),
+``grader/`` (``autograder/``: the judge, the commands, the sandbox), ``book/`` (the chapters, built
+and run as a student runs them) and ``deploy/`` (the class's hub, Kubernetes); ``support/`` is
+what they share (test modules never import one another). ``pytest -m a02`` runs what concerns a02.
 
 The engine's property tests draw shapes and values with Hypothesis. Each example runs a
 numerical gradient check, so examples are kept few and small, and the per-example deadline is
@@ -8,6 +14,7 @@ off (a loaded 2-core machine would otherwise fail tests for being slow, not wron
     HYPOTHESIS_PROFILE=thorough pytest   # many more, before a release
 """
 import os
+import re
 
 import pytest
 
@@ -63,3 +70,53 @@ def pytest_sessionfinish(session, exitstatus):
         session.config.get_terminal_writer().line(
             f"FAILED: files of the repository owned by another uid than its own ({owner}): {foreign[:5]}", red=True)
         session.exitstatus = 1
+
+
+# -- a marker per assignment (`pytest -m a02`) and the suite's time per area -----------------------------
+
+ASSIGNMENT_OF_MODULE = {
+    "test_graphs": "a01", "test_scalar": "a01", "test_viz": "a01",
+    "test_broadcasting": "a02", "test_ops": "a02", "test_ops_more": "a02", "test_grading_attacks": "a02",
+    "test_dask": "a02", "test_report_class": "a02",
+    "test_im2col": "a03", "test_pool": "a03",
+    "test_conv_backward": "a04", "test_conv_golden": "a04",
+    "test_layers": "a05", "test_optim": "a05", "test_data": "a05", "test_clip_grad": "a05", "test_nn_golden": "a05",
+    "test_training": "a06", "test_capstone_trust": "a06",
+    "test_attention": "a07", "test_book_model": "a07",
+}
+ASSIGNMENTS = ("a01", "a02", "a03", "a04", "a05", "a06", "a07")
+_IN_ID = re.compile(r"(?<![a-z0-9])(a0[1-7])(?:[_-]|$)")
+AREAS = ("engine", "grader", "book", "deploy")
+_area_seconds: dict[str, float] = {}
+
+
+def pytest_configure(config):
+    for assignment in ASSIGNMENTS:
+        config.addinivalue_line("markers", f"{assignment}: tests of {assignment} (its engine, checks or chapter)")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark each test with the assignments it is about: its module's (ASSIGNMENT_OF_MODULE), and any
+    assignment its parameters name (``a02_broadcasting``, ``a02-mul``)."""
+    for item in items:
+        found = {ASSIGNMENT_OF_MODULE.get(item.module.__name__.rsplit(".", 1)[-1])} - {None}
+        found |= set(_IN_ID.findall(item.nodeid.split("::", 1)[-1]))
+        for assignment in sorted(found):
+            item.add_marker(getattr(pytest.mark, assignment))
+
+
+def pytest_runtest_logreport(report):
+    """Each test's setup, call and teardown, summed by area (the folder under tests/ it lives in)."""
+    parts = report.nodeid.split("/")
+    area = parts[1] if len(parts) > 2 and parts[0] == "tests" and parts[1] in AREAS else "other"
+    _area_seconds[area] = _area_seconds.get(area, 0.0) + report.duration
+
+
+def pytest_terminal_summary(terminalreporter):
+    if not _area_seconds:
+        return
+    total = sum(_area_seconds.values())
+    terminalreporter.write_line(
+        "time per area (the tests' own durations, summed over the workers): "
+        + ", ".join(f"{area} {_area_seconds[area]:.0f} s ({100 * _area_seconds[area] / total:.0f} %)"
+                    for area in (*AREAS, "other") if area in _area_seconds))

@@ -15,7 +15,7 @@ so that :func:`restore` gives back exactly what was written (the grader reads it
 beside ``path`` (``O_EXCL|O_NOFOLLOW``) renamed over it, so a symbolic link planted at ``path``
 is replaced, never followed, and a reader never sees half a file.
 
-``tests/test_safe_csv.py`` checks that no module of the grader makes a ``csv.writer`` or
+``tests/grader/test_safe_csv.py`` checks that no module of the grader makes a ``csv.writer`` or
 ``csv.DictWriter`` anywhere else.
 """
 from __future__ import annotations

@@ -2,7 +2,7 @@
 walk), one solution region each.
 
 `autograder check a01_graphs` plants each one in the source notebook and expects it to lose points
-on its own exercise only; `tests/test_exercises.py` plants each one in solutions/scalar.py and
+on its own exercise only; `tests/grader/test_exercises.py` plants each one in solutions/scalar.py and
 expects the hidden check to fail with a message containing its `expect` phrase (the kind of
 mistake, as the student will read it).
 """
@@ -445,7 +445,7 @@ MUTANTS = [
 ]
 
 
-# Correct answers in other styles: each must keep full marks (tests/test_exercises.py, `check`).
+# Correct answers in other styles: each must keep full marks (tests/grader/test_exercises.py, `check`).
 ALTERNATIVES = [
     Mutant(id="seed-with-an-int", exercise="a01-backward",
            find="root.grad = 1.0", replace="root.grad = 1",

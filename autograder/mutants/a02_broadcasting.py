@@ -1,7 +1,7 @@
 """Classic student bugs in a02_broadcasting (tensor gradients), one solution region each.
 
 `autograder check a02_broadcasting` plants each one in the source notebook and expects it to lose
-points on its own exercise only; `tests/test_exercises.py` plants each one in the solutions/
+points on its own exercise only; `tests/grader/test_exercises.py` plants each one in the solutions/
 source and expects the hidden check to fail with a message containing its `expect` phrase.
 """
 from autograder.mutants import Mutant
@@ -229,7 +229,7 @@ MUTANTS += [
     ),
 ]
 
-# Correct answers in other styles: each must keep full marks (tests/test_exercises.py, `check`).
+# Correct answers in other styles: each must keep full marks (tests/grader/test_exercises.py, `check`).
 ALTERNATIVES = [
     Mutant(id="unbroadcast-loops", exercise="a02-unbroadcast",
            find=("    stretched = tuple(lead + i for i, n in enumerate(shape) if n == 1 and have[lead + i] != 1)\n"

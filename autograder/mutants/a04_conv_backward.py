@@ -1,7 +1,7 @@
 """Classic student bugs in a04_conv_backward (the derived convolution backward), one solution region each.
 
 `autograder check a04_conv_backward` plants each one in the source notebook and expects it to lose
-points on its own exercise only; `tests/test_exercises.py` plants each one in the solutions/ source
+points on its own exercise only; `tests/grader/test_exercises.py` plants each one in the solutions/ source
 and expects the hidden check to fail with a message containing its `expect` phrase.
 """
 from autograder.mutants import Mutant

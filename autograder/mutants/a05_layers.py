@@ -2,7 +2,7 @@
 batches), one solution region each.
 
 `autograder check a05_layers` plants each one in the source notebook and expects it to lose points on
-its own exercise only; `tests/test_exercises.py` plants each one in the solutions/ source and
+its own exercise only; `tests/grader/test_exercises.py` plants each one in the solutions/ source and
 expects the hidden check to fail with a message containing its `expect` phrase.
 """
 from autograder.mutants import Mutant
@@ -650,7 +650,7 @@ MUTANTS = [
 ]
 
 
-# Correct answers in other legitimate styles: each must keep full marks (tests/test_exercises.py,
+# Correct answers in other legitimate styles: each must keep full marks (tests/grader/test_exercises.py,
 # `autograder check`), as the mutants must lose points.
 ALTERNATIVES = [
     Mutant(

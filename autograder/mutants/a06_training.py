@@ -27,7 +27,7 @@ MUTANTS = [
 ]
 
 
-# Correct answers in other legitimate styles: each must keep full marks (tests/test_exercises.py).
+# Correct answers in other legitimate styles: each must keep full marks (tests/grader/test_exercises.py).
 ALTERNATIVES = [
     Mutant(id="zero-grad-first-forward-method-list", exercise="a06-train-step",
            find=("    logits = model(x)\n    loss = loss_fn(logits, y)\n    optimizer.zero_grad()\n"

@@ -2,11 +2,11 @@
 
 The chapter compares three recipes for an MLP (at 20 and 80 epochs) and a CNN (15 epochs) over
 seeds 0-4: 45 trainings, about a quarter of an hour on 2 cores. Rather than rerun them at every
-book build (and twice more in tests/test_chapters.py), this script runs them and the chapter
+book build (and twice more in tests/book/test_chapters.py), this script runs them and the chapter
 reads the numbers. The chapter's claims are still asserted, on every cached seed, by its Check
 cell; the chapter still trains seed 0 of both chosen configurations live and checks that the live
 run lands where the stored one did, within the spread of the five seeds; and
-tests/test_book_data.py reruns another seed here and compares it the same way.
+tests/book/test_book_data.py reruns another seed here and compares it the same way.
 Run it, from the repository root, whenever the engine or the chapter's recipe changes:
 
     .venv/bin/python book/_code/ablation.py

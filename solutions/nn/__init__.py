@@ -1,7 +1,7 @@
 """Neural-network layers on top of the autograd engine, with PyTorch's names and conventions.
 
 Book: chapters 5 and 6 (`book/05_layers.md`, `book/06_training.md`).
-Tests: `tests/test_layers.py`, `tests/test_training.py`, `tests/test_nn_golden.py`.
+Tests: `tests/engine/test_layers.py`, `tests/engine/test_training.py`, `tests/engine/test_nn_golden.py`.
 
     >>> import numpy as np
     >>> from solutions import nn

@@ -3,7 +3,7 @@ r"""The transformer's layers: `Embedding`, `MultiheadAttention`, positional enco
 
 Book: chapter 7 (`book/07_attention.md`) derives these layers' pieces; chapter 5
 (`book/05_layers.md`) for Module, Linear and LayerNorm, which they compose.
-Tests: `tests/test_attention.py`. Ops underneath: `solutions/ops/attention.py`. A model built
+Tests: `tests/engine/test_attention.py`. Ops underneath: `solutions/ops/attention.py`. A model built
 from them: `solutions/sequence.py`.
 
 `Embedding` and `MultiheadAttention` follow PyTorch's signatures, parameter names, shapes and

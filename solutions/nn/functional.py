@@ -1,7 +1,7 @@
 """Stateless building blocks of layers and losses: `linear`, `dropout`, `batch_norm`, `layer_norm`,
 and the losses.
 
-Book: chapter 5 (`book/05_layers.md`). Tests: `tests/test_layers.py`, `tests/test_nn_golden.py`.
+Book: chapter 5 (`book/05_layers.md`). Tests: `tests/engine/test_layers.py`, `tests/engine/test_nn_golden.py`.
 
 Everything here is *composite*: built from the engine's ops, so it needs no hand-written backward
 and gradcheck covers it through the ops it uses. The losses take logits, not probabilities:

@@ -1,6 +1,6 @@
 """Weight initialization, seedable: every function takes an `rng` (a `np.random.Generator`).
 
-Book: chapter 5 (`book/05_layers.md`). Tests: `tests/test_layers.py`.
+Book: chapter 5 (`book/05_layers.md`). Tests: `tests/engine/test_layers.py`.
 
 Each function fills `tensor.data` in place and returns the tensor, as `torch.nn.init` does. Random
 numbers are drawn in float64 and then cast, so a float32 and a float64 model built from the same

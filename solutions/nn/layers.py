@@ -2,7 +2,7 @@
 LayerNorm, and losses.
 
 Book: chapters 5 and 6 (`book/05_layers.md`, `book/06_training.md`).
-Tests: `tests/test_layers.py`, `tests/test_nn_golden.py`.
+Tests: `tests/engine/test_layers.py`, `tests/engine/test_nn_golden.py`.
 
 Every layer takes `dtype` (float32 by default: half the memory traffic of float64 and twice the
 GEMM speed; pass np.float64 for gradcheck) and `rng` (a `np.random.Generator` or an int seed; None

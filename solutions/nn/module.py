@@ -1,7 +1,7 @@
 """`Module` and `Parameter`: how a network keeps track of its own weights.
 
 Book: chapter 5 (`book/05_layers.md`).
-Tests: `tests/test_layers.py`. Assignment: a05 (`a05-module`: the methods of `Module`).
+Tests: `tests/engine/test_layers.py`. Assignment: a05 (`a05-module`: the methods of `Module`).
 
 A `Module` notices what is assigned to it: a `Parameter` attribute becomes one of its parameters,
 a `Module` attribute one of its children, and `register_buffer` adds an array that is state but

@@ -1,6 +1,6 @@
 r"""A numerical gradient by central differences: how chapter 5 checks the gradient of cross-entropy.
 
-Book: chapter 5 (`book/05_layers.md`). Tests: `tests/test_layers.py`. Assignment: a05 (`a05-numerical-gradient`).
+Book: chapter 5 (`book/05_layers.md`). Tests: `tests/engine/test_layers.py`. Assignment: a05 (`a05-numerical-gradient`).
 
 For a function f of an array x, each partial derivative is approximated by moving one entry a
 little either way: $\partial f/\partial x_i \approx (f(x + \epsilon e_i) - f(x - \epsilon e_i))/(2\epsilon)$.

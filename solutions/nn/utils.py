@@ -3,7 +3,7 @@
 `backward()` and the optimizer's `step()`.
 
 Book: chapter 5 (`book/05_layers.md`; its second half, `book/05b_optimizers.md`, *Gradient clipping*).
-Tests: `tests/test_clip_grad.py`.
+Tests: `tests/engine/test_clip_grad.py`.
 """
 from __future__ import annotations
 

@@ -3,7 +3,7 @@
 PRIVATE: the course kit ships without this module (`autograder.kit.ENGINE_EXCLUDE`), so the
 students' engine runs the teaching kernels of `im2col.py`, `conv.py` and `pool.py`, which are
 also the model answers of a03. `kernels.py` is the one place that picks these when they are
-here. `tests/test_kernels.py` checks every one of them equal to its teaching twin on drawn
+here. `tests/engine/test_kernels.py` checks every one of them equal to its teaching twin on drawn
 shapes; `benchmarks/bench_conv.py` times them.
 
 What makes them faster, none of it visible in the results:

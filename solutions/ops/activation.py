@@ -3,7 +3,7 @@ elementwise ones beyond relu, sigmoid and tanh (which are in `elementwise.py`): 
 softplus, hardtanh, relu6, silu, gelu.
 
 Book: chapter 2 (`book/02_broadcasting.md`), where the full softmax Jacobian is built and
-compared with the vector-Jacobian product below. Tests: `tests/test_ops.py`, `tests/test_ops_more.py`.
+compared with the vector-Jacobian product below. Tests: `tests/engine/test_ops.py`, `tests/engine/test_ops_more.py`.
 
 The elementwise activations follow PyTorch at their kinks, where a derivative has to be chosen:
 leaky_relu'(0) = negative_slope, elu'(0) = alpha, hardtanh' = 0 at its two corners. A branch that

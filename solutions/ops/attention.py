@@ -3,7 +3,7 @@ head split and merge.
 
 Book: chapter 7 (`book/07_attention.md`) derives these ops' backward passes; chapter 2
 (`book/02_broadcasting.md`) the softmax VJP they build on.
-Tests: `tests/test_attention.py` (PyTorch's numbers in `tests/golden/golden_attention.py`).
+Tests: `tests/engine/test_attention.py` (PyTorch's numbers in `tests/golden/golden_attention.py`).
 Layers built on these: `solutions/nn/attention.py`. Assignment: `assignments/source/a07_attention/`
 (causal_mask, masked_softmax_array, MaskedSoftmax.backward, scaled_dot_product_attention,
 attention_backward, split_heads, merge_heads and embedding_backward_array are its exercises).

@@ -2,8 +2,8 @@
 
 Book: chapter 3 (`book/03_im2col.md`) for the forward pass, chapter 4
 (`book/04_conv_backward.md`) for the backward pass. Assignments: `assignments/source/a03_im2col/`,
-`assignments/source/a04_conv_backward/`. Tests: `tests/test_conv_backward.py`,
-`tests/test_conv_golden.py`, `tests/test_kernels.py`. The form of the backward that chapter 4
+`assignments/source/a04_conv_backward/`. Tests: `tests/engine/test_conv_backward.py`,
+`tests/engine/test_conv_golden.py`, `tests/engine/test_kernels.py`. The form of the backward that chapter 4
 derives (dilate, pad, rotate180) is in `conv_backward.py`, tested equal to this one.
 
 A convolution is linear in its input and linear in its weight, so its backward is made of two

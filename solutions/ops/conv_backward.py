@@ -1,7 +1,7 @@
 """The convolution backward pass in the form chapter 4 derives: dilate, pad, rotate180.
 
 Book: chapter 4 (`book/04_conv_backward.md`). Assignment: `assignments/source/a04_conv_backward/`.
-Tests: `tests/test_conv_backward.py`.
+Tests: `tests/engine/test_conv_backward.py`.
 
 For z = conv2d(x, w) with stride s, padding p and kernel dilation d, and upstream gradient dz:
 

@@ -1,7 +1,7 @@
 r"""conv_transpose2d: the transposed convolution, which is conv2d's input gradient run forward.
 
 Book: chapter 4 (`book/04_conv_backward.md`), where dx of a convolution is derived.
-Tests: `tests/test_ops_more.py`, `tests/test_golden.py`.
+Tests: `tests/engine/test_ops_more.py`, `tests/engine/test_golden.py`.
 
 conv2d maps x (N, C, H, W) to z (N, K, OH, OW); its input gradient maps a (N, K, OH, OW) array
 back to (N, C, H, W). A transposed convolution is that map applied to data: its input plays the

@@ -1,7 +1,7 @@
 r"""einsum: any sum of products over named indices, with a gradient that is itself an einsum.
 
 Book: chapter 2 (`book/02_broadcasting.md`) for the reductions and products it generalizes.
-Tests: `tests/test_ops_more.py`, `tests/test_golden.py`.
+Tests: `tests/engine/test_ops_more.py`, `tests/engine/test_golden.py`.
 
 For $z = \text{einsum}(s_1, \dots, s_m \to o;\ x_1, \dots, x_m)$ the gradient of operand k
 multiplies the upstream gradient (indexed by o) with every other operand and sums over

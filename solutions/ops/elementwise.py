@@ -1,7 +1,7 @@
 """Elementwise ops, each with its broadcasting-aware gradient.
 
 Book: chapter 2 (`book/02_broadcasting.md`). Assignment: `assignments/source/a02_broadcasting/`.
-Tests: `tests/test_broadcasting.py`, `tests/test_ops.py`.
+Tests: `tests/engine/test_broadcasting.py`, `tests/engine/test_ops.py`.
 
 Every backward is written with Tensor operations (never raw NumPy on `grad`), so that the
 gradient is itself recorded when `create_graph=True`. Masks and signs are constants: they are

@@ -2,7 +2,7 @@
 
 Book: chapter 3 (`book/03_im2col.md`), which draws the column matrix, and chapter 4
 (`book/04_conv_backward.md`). Assignment: `assignments/source/a03_im2col/`.
-Tests: `tests/test_im2col.py`, `tests/test_kernels.py`.
+Tests: `tests/engine/test_im2col.py`, `tests/engine/test_kernels.py`.
 
 A convolution multiplies every receptive field of the input by the same kernel. `im2col`
 copies each receptive field into one column of a matrix; the convolution is then a single

@@ -1,6 +1,6 @@
 """Which array kernels the engine's ops run: the one place that decides.
 
-Book: chapters 3 and 4 (`book/03_im2col.md`, `book/04_conv_backward.md`). Tests: `tests/test_kernels.py`.
+Book: chapters 3 and 4 (`book/03_im2col.md`, `book/04_conv_backward.md`). Tests: `tests/engine/test_kernels.py`.
 
 The ops that work on whole images (conv2d and its two gradients, the pools, dilate and erode)
 do their arithmetic on plain arrays, in kernels they call as `kernels.<name>(...)`: a name of
@@ -14,7 +14,7 @@ this module, looked up each time an op runs. Two sets of kernels fill these name
 
 The fast set is used when `_fast` can be imported and the teaching set otherwise, so the
 reference engine runs fast and the students' kit runs the teaching kernels.
-`tests/test_kernels.py` checks the two sets equal on drawn shapes. To run the teaching set in
+`tests/engine/test_kernels.py` checks the two sets equal on drawn shapes. To run the teaching set in
 the reference engine (for tests, or for the book): `use_fast(False)`, the context manager
 `teaching_kernels()`, or the environment variable `SOLUTIONS_KERNELS=teaching` set before the
 engine is imported.

@@ -1,6 +1,6 @@
 """Matrix product with NumPy's full `matmul` semantics (1-D, 2-D, batched, broadcast batches).
 
-Book: chapter 2 (`book/02_broadcasting.md`). Tests: `tests/test_ops.py`.
+Book: chapter 2 (`book/02_broadcasting.md`). Tests: `tests/engine/test_ops.py`.
 """
 from __future__ import annotations
 

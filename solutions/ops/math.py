@@ -1,8 +1,8 @@
 """More elementwise functions: trigonometric and hyperbolic ones, log1p, expm1, erf, a few
 composites (square, reciprocal, rsqrt), and the piecewise-constant sign, floor, ceil, round, trunc.
 
-Book: chapter 2 (`book/02_broadcasting.md`) for elementwise ops. Tests: `tests/test_ops_more.py`,
-`tests/test_golden.py`.
+Book: chapter 2 (`book/02_broadcasting.md`) for elementwise ops. Tests: `tests/engine/test_ops_more.py`,
+`tests/engine/test_golden.py`.
 
 Every backward is written with the engine's ops (sin's is a cos, erf's an exp), so second
 derivatives come for free. sign, floor, ceil, round and trunc are constant between their jumps:

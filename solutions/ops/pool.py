@@ -1,8 +1,8 @@
 """Pooling: max_pool2d (with PyTorch's `dilation` too), avg_pool2d, global_avg_pool2d, with PyTorch's semantics.
 
 Book: chapter 3 (`book/03_im2col.md`). Assignment: `assignments/source/a03_im2col/`.
-Tests: `tests/test_pool.py`, `tests/test_conv_golden.py`, `tests/test_kernels.py`; dilation in
-`tests/test_ops_more.py` (its path, at the end of this file, leaves a03's kernels untouched).
+Tests: `tests/engine/test_pool.py`, `tests/engine/test_conv_golden.py`, `tests/engine/test_kernels.py`; dilation in
+`tests/engine/test_ops_more.py` (its path, at the end of this file, leaves a03's kernels untouched).
 
 Both pools loop over the KH*KW kernel offsets, never over pixels: offset (i, j) of every
 window at once is one strided slice of the padded input, shape (N, C, OH, OW). Combining

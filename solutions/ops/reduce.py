@@ -1,7 +1,7 @@
 """Reductions over axes: sum, mean, max, min, var, std, prod, argmax, argmin; and cumsum.
 
 Book: chapter 2 (`book/02_broadcasting.md`): a reduction's gradient is a broadcast.
-Tests: `tests/test_ops.py`.
+Tests: `tests/engine/test_ops.py`.
 """
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 Book: chapter 2 (`book/02_broadcasting.md`) for the dualities they teach:
 sum <-> broadcast_to, reshape <-> reshape, transpose <-> transpose, getitem <-> scatter-add,
-pad <-> crop, concatenate <-> split. Tests: `tests/test_broadcasting.py`, `tests/test_ops.py`.
+pad <-> crop, concatenate <-> split. Tests: `tests/engine/test_broadcasting.py`, `tests/engine/test_ops.py`.
 Every op that takes an axis checks it here (`normalize_axis`): out of range is NumPy's AxisError,
 both a ValueError and an IndexError, as NumPy raises it and PyTorch's IndexError is caught.
 """

@@ -3,7 +3,7 @@ attention, the head split and merge, nn.MultiheadAttention and a pre-norm transf
 
 Two tables. `CASES` (ops) uses `golden_ops.Case`: values, first derivatives (a VJP with a random
 upstream gradient) and second derivatives (a Hessian-vector product), checked by
-`tests/test_attention.py` as `test_golden.py` checks the core ops. `make_layers` computes the
+`tests/engine/test_attention.py` as `test_golden.py` checks the core ops. `make_layers` computes the
 layers' cases: PyTorch's module with its random weights, saved with the input, the output, the
 attention weights and every gradient, so the test loads the same weights into ours.
 

@@ -1,7 +1,7 @@
 """PyTorch golden fixtures for convolution and pooling (run in the torch venv only).
 
 `make(rng)` returns {case name: {array name: ndarray}}; `tests/golden/make_golden.py` saves
-them as `tests/golden/conv.npz` with keys "case/array", and `tests/test_conv_golden.py`
+them as `tests/golden/conv.npz` with keys "case/array", and `tests/engine/test_conv_golden.py`
 checks the engine against them. Nothing in the test suite imports torch.
 
 Inputs are multiples of 1/8 in [-2, 2]: every product and sum is then exact in float64, so the

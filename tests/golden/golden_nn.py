@@ -1,7 +1,7 @@
 """PyTorch's numbers for the layers, losses and optimizers of `solutions.nn` and `solutions.optim`.
 
 `make(rng)` returns {case: {array: ndarray}}: every input, every hyperparameter (as a 0-d array)
-and every expected output, all float64, so `tests/test_nn_golden.py` reads everything it needs
+and every expected output, all float64, so `tests/engine/test_nn_golden.py` reads everything it needs
 from the fixture file and never imports torch. Run through `make golden` (make_golden.py), or
 alone to write tests/golden/nn.npz:
 

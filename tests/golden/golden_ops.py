@@ -2,7 +2,7 @@
 
 One table, `CASES`, says for each case how to make its inputs, which inputs are differentiated,
 and how to compute it twice: with PyTorch (`torch_fn`, used only by `make`, in the torch venv)
-and with our engine (`engine_fn`, used by `tests/test_golden.py`). Importing this module does
+and with our engine (`engine_fn`, used by `tests/engine/test_golden.py`). Importing this module does
 not import torch, so the tests can read the table; `make(rng)` imports torch to compute the
 expected arrays, and `tests/golden/make_golden.py` saves them as `tests/golden/ops.npz`.
 

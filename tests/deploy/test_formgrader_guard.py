@@ -1,0 +1,159 @@
+"""The instructors' formgrader runs no student's script (deploy/hub/instructor/python/autograd_formgrader_guard.py).
+
+A student's written answer and outputs carry the attacks a student would write: an image whose
+error handler would act as the instructor through their own server's API, a script element, a
+script output, a javascript: link. The submission is collected and graded as any other, then
+opened in the formgrader of a real Jupyter server with the guard enabled, in headless Chromium:
+nothing of the student's runs, the formgrader's own scripts do (its score boxes work), and every
+page carries the Content-Security-Policy. The same notebook rendered by stock nbconvert, without
+the guard, runs the attack: the test would fail if the guard did nothing. JupyterLab itself still
+starts under the policy. The hub test (tests/deploy/test_semester.py) does the same on the class's hub.
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import runpy
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+from nbconvert.exporters import HTMLExporter
+
+from support.browser import Chromium, serve
+from support.course import (
+    ASSIGNMENT,
+    NOTEBOOK,
+    REPO,
+    SOLUTIONS,
+    autograder,
+    make_course,
+    source_notebook,
+    use_toy_catalogue,
+)
+
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("autograder")]
+GUARD = REPO / "deploy" / "hub" / "instructor" / "python"
+hub = runpy.run_path(str(REPO / "deploy" / "hub.py"))  # deploy/hub.py, standard library only
+# What a hostile written answer and output hold: each sets a flag (and the first would rewrite
+# the course's configuration through the instructor's contents API) if it ever runs.
+ATTACK = ('<img src=x onerror="window.pwned=(window.pwned||[]).concat(\'img\');'
+          "fetch('api/contents/course/nbgrader_config.py',{method:'PUT'})\">\n\n"
+          "<script>window.pwned=(window.pwned||[]).concat('script')</script>\n\n"
+          "<a id=go href=\"javascript:window.pwned=['link']\">details</a>")
+OUTPUTS = [
+    {"output_type": "display_data", "metadata": {},
+     "data": {"text/html": "<script>window.pwned=(window.pwned||[]).concat('html output')</script>",
+              "text/plain": "x"}},
+    {"output_type": "display_data", "metadata": {},
+     "data": {"application/javascript": "window.pwned=(window.pwned||[]).concat('js output')", "text/plain": "y"}},
+]
+
+
+# JupyterLab's shell in the page within a minute (true), or not (false).
+LAB_SHELL = """new Promise(done => { const started = Date.now(); (function wait() {
+    if (document.querySelector('#jp-main-dock-panel')) done(true);
+    else if (Date.now() - started > 60000) done(false);
+    else setTimeout(wait, 200); })(); })"""
+
+
+def hostile_notebook() -> dict:
+    nb = source_notebook()
+    for cell in nb["cells"]:
+        grade_id = cell["metadata"].get("nbgrader", {}).get("grade_id")
+        if grade_id == "a00-square-backward-written":
+            cell["source"] = ATTACK
+        if grade_id == "a00-add":
+            cell["outputs"] = OUTPUTS
+            cell["execution_count"] = 1
+    return nb
+
+
+@contextlib.contextmanager
+def instructor_server(root: Path, course: Path, guard: Path):
+    """The instructor's Jupyter server as the hub configures it: the formgrader, the guard."""
+    config = root / "instructor-config"
+    config.mkdir()
+    (config / "jupyter_server_config.json").write_text(json.dumps(
+        {"ServerApp": {"jpserver_extensions": {"autograd_formgrader_guard": True}}}))
+    (config / "nbgrader_config.py").write_text(f"c = get_config()\nc.CourseDirectory.root = {str(course)!r}\n")
+    token = secrets.token_hex(16)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {**os.environ, "JUPYTER_CONFIG_PATH": str(config), "PYTHONPATH": str(guard), "HOME": str(root)}
+    log = (root / "server.log").open("w")
+    server = subprocess.Popen(
+        [sys.executable, "-m", "jupyterlab", "--no-browser", f"--ServerApp.port={port}", "--ServerApp.ip=127.0.0.1",
+         f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}", "--ServerApp.port_retries=0",
+         *(["--allow-root"] if os.geteuid() == 0 else [])], cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=log)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(300):
+            with contextlib.suppress(OSError):
+                urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=5)
+                break
+            assert server.poll() is None, (root / "server.log").read_text()[-3000:]
+            time.sleep(0.3)
+        yield base, token
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            server.kill()
+        log.close()
+
+
+def test_the_formgrader_runs_no_student_script(tmp_path, monkeypatch):
+    use_toy_catalogue(monkeypatch)
+    course = make_course(tmp_path / "course")
+    assert autograder(course, "release", ASSIGNMENT, "--solutions", str(SOLUTIONS)) == 0
+    export = tmp_path / "export" / "mallory"
+    export.mkdir(parents=True)
+    (export / f"{NOTEBOOK}.ipynb").write_text(json.dumps(hostile_notebook()))
+    assert autograder(course, "collect", ASSIGNMENT, str(export.parent)) == 0
+    assert autograder(course, "grade", ASSIGNMENT, "--jobs", "1") == 0
+    with course.gradebook() as gb:
+        submission = gb.find_submission_notebook(NOTEBOOK, ASSIGNMENT, "mallory").id
+    config_before = (course.root / "nbgrader_config.py").read_text()
+    state = ("({pwned: window.pwned || [], formgrader: typeof submission_id === 'string' && !!window.jQuery,"
+             " boxes: document.querySelectorAll('input.score').length,"
+             " handlers: document.querySelectorAll('[onerror],[onload]').length,"
+             " typeset: document.querySelectorAll('mjx-container').length})")
+
+    with Chromium() as chromium:
+        # the control: the same notebook as stock nbconvert renders it runs every attack
+        stock = tmp_path / "stock"
+        stock.mkdir()
+        (stock / "page.html").write_text(HTMLExporter(template_name="classic").from_filename(
+            str(course.autograded_dir("mallory", ASSIGNMENT) / f"{NOTEBOOK}.ipynb"))[0])
+        with serve(stock) as url:
+            page = chromium.open(f"{url}/page.html", probe="window.pwned || []")
+        assert {"img", "script"} <= set(page.probe), page.probe  # (grading clears the outputs)
+
+        guard = tmp_path / "guard"  # laid out as deploy/hub.py install lays it out on the hub
+        shutil.copytree(GUARD, guard)
+        hub["instructor_python"](guard)
+        with instructor_server(tmp_path, course.root, guard) as (base, token):
+            url = f"{base}/formgrader/submissions/{submission}/?token={token}"
+            headers = urllib.request.urlopen(url, timeout=60).headers
+            policy = headers["Content-Security-Policy"]
+            assert "script-src 'self' 'nonce-" in policy and "'unsafe-inline'" not in policy.split("style-src")[0]
+            page = chromium.open(url, probe=state)
+            assert page.probe["pwned"] == [], page.probe
+            assert page.probe["formgrader"] and page.probe["boxes"] >= 1 and page.probe["handlers"] == 0, page.probe
+            assert page.probe["typeset"] > 0, page.probe  # MathJax 3 from the server itself
+            assert "javascript:" not in page.dom
+            assert not [r for r in page.requests if not r.startswith((base, "data:", "about:"))], page.requests
+            # JupyterLab itself, under the same policy: its shell comes up
+            lab = chromium.open(f"{base}/lab?token={token}", probe=LAB_SHELL)
+            assert lab.probe is True, lab.errors[:5]
+    assert (course.root / "nbgrader_config.py").read_text() == config_before

@@ -1,0 +1,14 @@
+"""What the tests share: the repository's paths, and (one module each) the toy course and its CLI
+(``course``), headless Chromium (``browser``), the engine's Hypothesis strategies
+(``strategies``), synthetic classes from the mutant catalogue (``classes``), the class's hub and
+its people (``hub``), chapters run as a student runs them (``chapters``), hostile submissions
+(``attacks``) and the one harness that judges an exercise (``judging``).
+
+Test modules import from here, never from one another.
+"""
+from pathlib import Path
+
+TESTS = Path(__file__).resolve().parents[1]
+REPO = TESTS.parent
+FIXTURES = TESTS / "fixtures"
+GOLDEN = TESTS / "golden"
