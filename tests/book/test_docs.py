@@ -88,7 +88,7 @@ def test_every_engine_module_names_its_chapter_and_tests():
         where = module.relative_to(ROOT)
         assert re.search(r"Book: chapters? \d", text), f"{where}: no 'Book: chapter N (`book/NN_name.md`)' header"
         assert re.search(r"`book/\d\d_\w+\.md`", text), f"{where}: the Book header names no chapter file"
-        assert re.search(r"Tests: `tests/\w+\.py`", text), f"{where}: no 'Tests: `tests/...py`' header"
+        assert re.search(r"Tests: `tests/\w+/\w+\.py`", text), f"{where}: no 'Tests: `tests/<area>/...py`' header"
 
 
 def test_the_paths_in_module_headers_exist_and_agree_with_the_chapter_numbers():
