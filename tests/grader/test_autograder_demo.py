@@ -88,7 +88,7 @@ LAYOUT = """(() => {
 
 
 def check_feedback_in_a_browser(page):
-    from browser import Chromium
+    from support.browser import Chromium
 
     with Chromium() as chromium:
         for width in (1280, 400):

@@ -215,14 +215,14 @@ def test_the_class_report_of_an_assignment_graded_on_the_cluster(cluster, tmp_pa
 
     from support.classes import source_notebooks, with_variant
 
-    address, _, _ = cluster
+    address, _, _, grader = cluster
     course = _course(tmp_path / "course")
     mutants = {m.id: m for m in load_mutants(ASSIGNMENT)}
     x = with_variant(ASSIGNMENT, mutants["unbroadcast-axis0-only"])[NOTEBOOK]
     y = with_variant(ASSIGNMENT, mutants["unbroadcast-leading-axes-only"])[NOTEBOOK]
     for student, nb in (("xena", x), ("xavier", x), ("yuri", y), ("zoe", source_notebooks(ASSIGNMENT)[NOTEBOOK])):
         _submit(course, student, nb)
-    assert autograder(course, "grade", ASSIGNMENT, "--scheduler", address) == 0
+    assert autograder(course, "grade", ASSIGNMENT, "--scheduler", address, *grader) == 0
     assert autograder(course, "report", ASSIGNMENT) == 0
     capsys.readouterr()
     report = json.loads((course.reports_dir(ASSIGNMENT) / "class_report.json").read_text())

@@ -195,7 +195,7 @@ def test_feedback_over_three_students_one_hostile_writes_all_three_and_runs_noth
     assert body.count("quoting BEGIN HIDDEN TESTS") == 4000  # a lone marker is the student's text, kept
     assert_inert(pages["alice"].read_text()[pages["alice"].read_text().index("<body"):], "alice's page")
 
-    from browser import Chromium
+    from support.browser import Chromium
 
     with Chromium() as chromium:
         seen = chromium.open(pages["mallory"].as_uri(), probe=PROBE)
