@@ -15,10 +15,11 @@ spends its time (cProfile, one thread).
 The before/after check of a change to the engine's hot path: `--baseline COMMIT` times COMMIT's
 engine (its `solutions/`, from `git archive`) against this tree's, on this script's step. Two
 engines of the same name cannot share a process, so every block is a fresh process (import,
-build, warm-up, then the timed steps) and the two engines alternate, the order swapped every
-round (A B, B A, ...) so that a drift of the machine's load favours neither. Reported: min and
-median over all timed steps of each engine, their ratios, and the ratio of the two blocks of
-each round (the pairing least disturbed by load that changes between rounds). `--baseline HEAD`
+build, warm-up, then the timed steps) and the engines take turns, the order rotated every round
+(A B, B A, ...; with PyTorch A B C, B C A, C A B) so that neither a drift of the machine's load
+nor a place in the round favours a side. Reported: min and median over all timed steps of each
+engine, their ratios, and the ratio of the two blocks of each round (the pairing least
+disturbed by load that changes between rounds). `--baseline HEAD`
 with a clean tree times one engine against itself: the noise of the method on this machine now.
 `--instructions` instead counts the instructions of a step with valgrind's callgrind (one
 thread, hash seed fixed: the same count on every run whatever the load; OpenBLAS runs its AVX2
@@ -161,8 +162,10 @@ def against(args: argparse.Namespace) -> None:
         sides = {short: (old, []), "this tree": (fair.REPO, [])}
         if torch is not None:
             sides["PyTorch"] = (fair.REPO, ["--torch"])
+        subject = baseline.partition(" ")[2]
+        subject = subject if len(subject) <= 60 else subject[:57] + "..."
         print(f"digits CNN training step (make_cnn, batch {BATCH}, float32, Adam): this tree's engine against "
-              f"that of {baseline[:80]}" + (", and PyTorch's step" if torch is not None else ""))
+              f"that of {short} ({subject})" + (", and PyTorch's step" if torch is not None else ""))
         print(f"Python {platform.python_version()}, NumPy {np.__version__}"
               + (f", PyTorch {torch.__version__}" if torch is not None else "") + f"; NumPy's BLAS: {fair.blas()}")
         if args.instructions:
@@ -171,10 +174,11 @@ def against(args: argparse.Namespace) -> None:
         clock = ("process CPU time at 1 thread" if args.clock == "cpu" else
                  f"wall clock, each side at its best of {'/'.join(map(str, fair.THREAD_CHOICES))} threads")
         print(f"method: one process per block (import, build, 5 warm-up steps, {args.calls} timed steps), the "
-              f"sides taking turns, the order reversed every round, {args.rounds} rounds, {clock}; {fair.load()}")
+              f"sides taking turns, the order rotated every round, {args.rounds} rounds, {clock}; {fair.load()}")
         rounds: dict[str, list[dict[int, list[float]]]] = {name: [] for name in sides}
         for r in range(args.rounds):
-            for name in (list(sides) if r % 2 == 0 else list(sides)[::-1]):
+            names = list(sides)
+            for name in names[r % len(names):] + names[:r % len(names)]:  # every side in every place in turn
                 tree, extra = sides[name]
                 out = json.loads(run_block(tree, ["--calls", str(args.calls), "--clock", args.clock, *extra])
                                  .stdout.splitlines()[-1])

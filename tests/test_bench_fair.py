@@ -89,6 +89,23 @@ def test_the_two_engines_take_turns_in_processes_of_their_own(monkeypatch, capsy
     assert "one process per block" in text and "3 rounds" in text and "process CPU time" in text
 
 
+def test_with_pytorch_every_side_takes_every_place_in_the_round(monkeypatch, capsys):
+    import bench_train
+
+    blocks = []
+
+    def fake_block(tree, argv, env=None, wrap=None):
+        blocks.append("PyTorch" if "--torch" in argv else "this" if tree == REPO else "old")
+        out = json.dumps({"engine": str(tree / "solutions"), "times": {"1": [0.004 if "--torch" in argv else 0.008]}})
+        return subprocess.CompletedProcess([], 0, stdout=out)
+
+    monkeypatch.setattr(bench_train, "run_block", fake_block)
+    monkeypatch.setattr(bench_train, "torch", argparse.Namespace(__version__="2.13.0"))
+    bench_train.against(argparse.Namespace(baseline="HEAD", rounds=3, calls=1, clock="cpu", instructions=False))
+    assert blocks == ["old", "this", "PyTorch", "this", "PyTorch", "old", "PyTorch", "old", "this"]
+    assert "this tree / PyTorch: 2.000x by the min" in capsys.readouterr().out
+
+
 def test_a_block_that_imports_the_wrong_engine_is_an_error(monkeypatch):
     import bench_train
 
