@@ -21,9 +21,14 @@ Used by every benchmark here and by `book/_code/measure_torch.py`. The method, a
 from __future__ import annotations
 
 import gc
+import io
 import os
+import subprocess
+import tarfile
+import tempfile
 import time
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Callable, Iterator
 
 from threadpoolctl import threadpool_limits
@@ -38,6 +43,7 @@ try:
 except ImportError:  # the course kit's engine has no fast kernels
     _fast = None
 
+REPO = Path(__file__).resolve().parents[1]
 CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 THREAD_CHOICES = tuple(sorted({1, min(2, CORES)}))
 
@@ -91,18 +97,23 @@ def threads(n: int) -> Iterator[None]:
             torch.set_num_threads(was_torch)
 
 
-def block(fn: Callable[[], object], calls: int, warmup: int, clock: str = "wall") -> float:
-    """The fastest of `calls` calls of fn in a row, after `warmup` untimed ones (seconds)."""
+def timings(fn: Callable[[], object], calls: int, warmup: int, clock: str = "wall") -> list[float]:
+    """The times of `calls` calls of fn in a row, after `warmup` untimed ones (seconds)."""
     now = CLOCKS[clock]
     for _ in range(warmup):
         fn()
     gc.collect()
-    best = float("inf")
+    times = []
     for _ in range(calls):
         t = now()
         fn()
-        best = min(best, now() - t)
-    return best
+        times.append(now() - t)
+    return times
+
+
+def block(fn: Callable[[], object], calls: int, warmup: int, clock: str = "wall") -> float:
+    """The fastest of `calls` calls of fn in a row, after `warmup` untimed ones (seconds)."""
+    return min(timings(fn, calls, warmup, clock))
 
 
 def compare(sides: dict[str, Callable[[], object]], rounds: int = 3, calls: int = 5, warmup: int = 2,
@@ -119,3 +130,29 @@ def compare(sides: dict[str, Callable[[], object]], rounds: int = 3, calls: int 
                 if t < best[name][0]:
                     best[name] = (t, n)
     return best
+
+
+# --------------------------------------------------------------------------------------------
+# An earlier commit's engine, for before/after checks (`bench_train.py --baseline`)
+# --------------------------------------------------------------------------------------------
+def commit_name(commit: str) -> str:
+    """`commit` as its short hash and subject line; SystemExit naming it when git does not know it."""
+    done = subprocess.run(["git", "-C", str(REPO), "log", "-1", "--format=%h %s", f"{commit}^{{commit}}", "--"],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"no commit {commit!r} in {REPO}: {done.stderr.strip()}")
+    return done.stdout.strip()
+
+
+@contextmanager
+def engine_at(commit: str) -> Iterator[Path]:
+    """A scratch folder holding the engine (`solutions/`) as it was at `commit` (`git archive`,
+    nothing else of the repository): first on PYTHONPATH, it is the engine a process imports
+    instead of this tree's. Removed at the end of the block."""
+    commit_name(commit)
+    archive = subprocess.run(["git", "-C", str(REPO), "archive", "--format=tar", commit, "solutions"],
+                             capture_output=True, check=True).stdout
+    with tempfile.TemporaryDirectory(prefix="bench-engine-") as tree:
+        with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+            tar.extractall(tree, filter="data")
+        yield Path(tree)
