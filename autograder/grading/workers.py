@@ -135,7 +135,7 @@ def _workers() -> multiprocessing.context.ForkServerContext:
     thread, open databases) would not be.
     """
     context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["autograder.judge.worker"])
+    context.set_forkserver_preload(["autograder.judge.warm"])
     return context
 
 

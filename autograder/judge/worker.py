@@ -2,7 +2,9 @@
 
 The parent (:mod:`autograder.commands.grade`) runs :func:`run` in a fresh process forked from a
 multiprocessing forkserver that has already imported this module, hence the judge, the hidden
-checks and the reference engine: importing them costs a second of CPU, a fork milliseconds.
+checks and the reference engine, and warmed them (:mod:`autograder.judge.warm` calls :func:`preload`):
+that costs seconds of CPU, a fork milliseconds. Importing this module warms nothing, so the
+grader's own process (and anything that imports the grader) does not pay for it.
 The worker is trusted: it reads the student's notebooks as data and runs none of their code,
 which runs only in the sandboxes the judge starts (one per exercise). It writes into a scratch
 folder of the parent's that no sandbox can see; recording the grades in the gradebook is the
@@ -40,7 +42,7 @@ def die_with_parent() -> None:
         os._exit(1)
 
 
-def _preload() -> None:
+def preload() -> None:
     """What every worker needs, made once in the forkserver: the checks, the reference, each
     exercise's compiled sandbox kit (about 25 ms apiece) and its oracle's engine (a few, shared),
     for a student who answered every exercise, and the forms of the reference code a verdict's
@@ -54,8 +56,6 @@ def _preload() -> None:
             sealed.engine(_engine(s.id, frozenset())[3])
             forms(s.prefix)
 
-
-_preload()
 
 
 def run(spec_path: str) -> None:

@@ -246,6 +246,7 @@ attention_shapes = st.tuples(st.integers(1, 2), st.integers(1, 2), st.integers(1
 
 
 @given(seed=seeds, dims=attention_shapes, causal=st.booleans())
+@pytest.mark.slow
 def test_attention_is_softmax_scores_times_values(seed, dims, causal):
     N, H, L, S_, D, Dv = dims
     rng = np.random.default_rng(seed)

@@ -24,6 +24,7 @@ import fair  # noqa: E402
 from solutions.ops import _fast  # noqa: E402
 
 
+@pytest.mark.slow
 def test_calls_run_in_blocks_one_side_at_a_time():
     calls = []
     sides = {name: (lambda name=name: calls.append((name, _fast.THREADS))) for name in ("a", "b")}

@@ -114,6 +114,7 @@ def test_conv2d_forward_matches_definition(config, seed):
 
 @settings(deadline=None)
 @given(conv_configs(), SEEDS)
+@pytest.mark.slow
 def test_conv2d_gradcheck(config, seed):
     x, w, b = make(config, seed)
     inputs = [Tensor(x, requires_grad=True), Tensor(w, requires_grad=True)]
@@ -297,6 +298,7 @@ def test_third_derivative_through_a_convolution():
     assert gradgradcheck(f, x, w)
 
 
+@pytest.mark.slow
 def test_derived_backward_on_tensors_is_differentiable():
     rng = np.random.default_rng(6)
     x, w = (Tensor(rng.standard_normal((1, 4, 5, 4)), requires_grad=True),

@@ -156,6 +156,7 @@ def test_diamond_ladder_visits_each_node_once():
     assert len(topological_order([x])) == 60 * 3 + 1
 
 
+@pytest.mark.slow
 def test_long_chain_has_no_recursion_limit():
     n = 100_000
     assert n > 10 * sys.getrecursionlimit()

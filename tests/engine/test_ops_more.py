@@ -863,6 +863,7 @@ def test_chunk_sizes_are_pytorchs():
 # layer_norm and LayerNorm
 # --------------------------------------------------------------------------------------------
 @given(seed=seeds, data=st.data())
+@pytest.mark.slow
 def test_layer_norm(seed, data):
     shape = data.draw(st.sampled_from([(2, 3), (2, 3, 4), (4,)]), label="shape")
     k = data.draw(st.integers(1, len(shape)), label="axes normalized")

@@ -87,6 +87,7 @@ def test_topological_order_lists_each_node_once_children_first():
     assert order[-1] is y
 
 
+@pytest.mark.slow
 def test_diamond_ladder_is_linear_and_deep_chains_need_no_recursion():
     x = Value(0.5)
     v = x

@@ -35,6 +35,7 @@ def test_the_cnn_reaches_98_percent_with_the_examples_settings():
     assert history["train_loss"][-1] < 0.6 < history["train_loss"][0]
 
 
+@pytest.mark.slow
 def test_main_prints_results_and_saves_the_plots(tmp_path, capsys):
     results = td.main(["--model", "mlp", "--epochs", "2", "--seed", "1", "--out", str(tmp_path), "--no-progress"])
     out = capsys.readouterr().out

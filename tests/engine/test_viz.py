@@ -53,6 +53,7 @@ def test_a_shared_input_gets_one_box_and_two_arrows():
     assert len(arrows) == 2
 
 
+@pytest.mark.slow
 def test_a_deep_chain_draws_without_recursion_and_a_huge_one_is_refused():
     x = Tensor(1.0, requires_grad=True)
     y = x

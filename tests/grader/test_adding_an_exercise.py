@@ -19,6 +19,7 @@ import sys
 import textwrap
 
 import nbformat
+import pytest
 
 from support import REPO
 
@@ -45,6 +46,7 @@ def _meta(grade_id: str, kind: str) -> dict:
                          "solution": answer, "task": False, **({} if answer else {"points": 0})}}
 
 
+@pytest.mark.slow
 def test_following_the_readme_adds_a_checked_and_released_exercise(tmp_path):
     repo = tmp_path / "repo"
     ignore = shutil.ignore_patterns("__pycache__", "release", "submitted", "autograded", "feedback", "reports",

@@ -74,6 +74,7 @@ def test_sync_main_exit_status(capsys):
     assert "every solution region matches" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_sync_is_an_autograder_command_on_the_courses_own_source(tmp_path, capsys):
     """`autograder --course C sync` works on C's source/, as the instructor's other commands do."""
     from autograder import cli

@@ -67,6 +67,7 @@ def _users_course(tmp_path: Path, uid: int) -> tuple[Path, Path]:
 
 
 @ROOT_ONLY
+@pytest.mark.slow
 def test_root_never_runs_a_course_a_user_controls(tmp_path):
     """The command, started as root on a folder another uid owns, neither runs its configuration
     nor touches it as root: with no account to start again as, it says so and stops."""

@@ -47,6 +47,7 @@ def test_isolation_a_buggy_unbroadcast_in_the_notebook_costs_mul_nothing():
     assert verdict(bad, reference_mul_source()).passed
 
 
+@pytest.mark.slow
 def test_the_reference_of_the_judged_exercise_is_not_in_the_sandbox():
     """Not importable, not in the kit's sources: no line of Mul.backward's body is sent."""
     for s in catalogue.in_engine():
@@ -78,6 +79,7 @@ def test_a_crash_while_judged_is_a_verdict_naming_it():
     assert not result.passed and "segmentation fault" in result.message
 
 
+@pytest.mark.slow
 def test_an_endless_loop_is_a_verdict_naming_the_time_limit():
     hang = reference_mul_source().replace("x, y = self.inputs", "while True: pass")
     result = verdict(hang, budget=3)
@@ -105,6 +107,7 @@ def test_cells_stop_at_the_exercises_hidden_test_and_leave_test_cells_out():
                                           ("t02-f", "def f(): ...\n")]
 
 
+@pytest.mark.slow
 def test_a_death_or_a_hang_in_a_cell_names_the_cell():
     died = verdict("import os\nos._exit(3)", reference_mul_source())
     assert not died.passed and "exited with code 3" in died.message and "while running your cell cell 1" in died.message
@@ -112,6 +115,7 @@ def test_a_death_or_a_hang_in_a_cell_names_the_cell():
     assert not hung.passed and "time limit" in hung.message and "while running your cell cell 1" in hung.message
 
 
+@pytest.mark.slow
 def test_a_cell_that_hung_is_not_run_again_for_the_exercises_below_it():
     from autograder.judge.judge import HungCells
 

@@ -213,6 +213,7 @@ def test_every_notebook_beside_is_loaded_this_ones_and_later_ones_included(tmp_p
     assert result.stdout.startswith(f"coursekit: {len(table)} of your answers from your notebooks are in the engine\n")
 
 
+@pytest.mark.slow
 def test_the_training_command_runs_the_capstones_own_answer(tmp_path):
     """`python -m coursekit.engine.training` in a06_training/ trains with the train_step of a06's
     notebook (runpy runs the module as a second copy, `__main__`: it must run the one answers reach)."""

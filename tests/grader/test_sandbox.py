@@ -190,6 +190,7 @@ def test_a_death_while_judged_is_a_sandbox_failure_with_a_reason(code, reason):
         ready.answer()
 
 
+@pytest.mark.slow
 def test_an_endless_loop_is_cut_when_its_own_clock_reaches_the_budget():
     """The budget is counted on the sandbox's clock (its CPU time, or the wall time it was not kept
     off the CPU): on a busy machine the cut comes later in wall time, never past the backstop."""
@@ -199,6 +200,7 @@ def test_an_endless_loop_is_cut_when_its_own_clock_reaches_the_budget():
     assert time.monotonic() - session.started < WALL_STRETCH * 2 + 5
 
 
+@pytest.mark.slow
 def test_a_sleep_is_cut_at_the_wall_clock_budget():
     """Waiting is the sandbox's own time: a sleeping answer is not stretched by the load."""
     session, ready = start("import time\ndef answer():\n    time.sleep(600)", budget=2)
@@ -207,6 +209,7 @@ def test_a_sleep_is_cut_at_the_wall_clock_budget():
     assert time.monotonic() < session.wall_deadline
 
 
+@pytest.mark.slow
 def test_an_endless_loop_in_a_cell_is_cut_too():
     sandbox = Sandbox()
     session = Session(sandbox, budget=2)
