@@ -155,10 +155,11 @@ def start_worker(workers: multiprocessing.context.ForkServerContext, job: Job, *
 
 
 def kill_tree(process: multiprocessing.process.BaseProcess) -> None:
-    """SIGKILL a worker and everything it started, its Jupyter kernel included.
+    """SIGKILL a worker and everything it started, its sandboxes included.
 
-    Jupyter starts the kernel in a session of its own, so the worker's process group does not
-    contain it: walk the process tree instead. Everything found is stopped before anything is
+    The judge starts each sandbox in a session of its own (and bubblewrap its child in another:
+    ``--new-session``), so the worker's process group does not contain them: walk the process tree
+    instead. Everything found is stopped before anything is
     killed, so that nothing can fork, or be re-parented away, between the listing and the kill.
     """
     with contextlib.suppress(psutil.NoSuchProcess):
