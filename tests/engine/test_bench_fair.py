@@ -52,8 +52,6 @@ def test_cpu_clock_compares_one_thread_each_and_says_so():
 # --------------------------------------------------------------------------------------------
 # The before/after check of the engine's step: `bench_train.py --baseline COMMIT`
 # --------------------------------------------------------------------------------------------
-REPO = Path(__file__).resolve().parents[1]
-
 
 def test_an_earlier_commits_engine_is_its_own_files_alone_and_is_removed_after():
     graph = subprocess.run(["git", "-C", str(REPO), "show", "HEAD~1:solutions/graph.py"], capture_output=True,
