@@ -4,7 +4,9 @@ PRIVATE: the course kit ships without this module (`autograder.kit.ENGINE_EXCLUD
 students' engine runs the teaching kernels of `im2col.py`, `conv.py` and `pool.py`, which are
 also the model answers of a03. `kernels.py` is the one place that picks these when they are
 here. `tests/engine/test_kernels.py` checks every one of them equal to its teaching twin on drawn
-shapes; `benchmarks/bench_conv.py` times them.
+shapes; `benchmarks/bench_conv.py` times them. After a change here, check the training step
+before and after: `benchmarks/bench_train.py --baseline main` (and `--instructions`; see
+`benchmarks/PROFILE.md`).
 
 What makes them faster, none of it visible in the results:
 - Threads. NumPy's BLAS runs a matrix product on every core, but a copy or a `+=` on one. The
