@@ -24,6 +24,7 @@ import fair  # noqa: E402
 from solutions.ops import _fast  # noqa: E402
 
 
+@pytest.mark.slow
 def test_calls_run_in_blocks_one_side_at_a_time():
     calls = []
     sides = {name: (lambda name=name: calls.append((name, _fast.THREADS))) for name in ("a", "b")}
@@ -52,6 +53,7 @@ def test_cpu_clock_compares_one_thread_each_and_says_so():
 # --------------------------------------------------------------------------------------------
 # The before/after check of the engine's step: `bench_train.py --baseline COMMIT`
 # --------------------------------------------------------------------------------------------
+
 
 def test_an_earlier_commits_engine_is_its_own_files_alone_and_is_removed_after():
     graph = subprocess.run(["git", "-C", str(REPO), "show", "HEAD~1:solutions/graph.py"], capture_output=True,
