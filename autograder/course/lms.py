@@ -67,7 +67,7 @@ import io
 import json
 import re
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, fields
 from pathlib import Path, PurePosixPath
 
@@ -160,7 +160,7 @@ def read_roster(path: str | Path, neutralised: bool = False) -> Roster:
     reader.fieldnames = header
     students: list[Student] = []
     seen: dict[tuple[str, str], int] = {}
-    for number, row in enumerate(reader, 2):
+    for number, row in enumerate(_rows(reader, path), 2):
         if None in row:
             raise CourseError(f"roster {path}, line {number}: more cells than the header has columns")
         unquote = safe_csv.restore if neutralised else str
@@ -188,6 +188,19 @@ def read_roster(path: str | Path, neutralised: bool = False) -> Roster:
             seen[column, value] = number
         students.append(Student(**cells))
     return Roster(students)
+
+
+def _rows(reader: csv.DictReader, path: Path) -> Iterator[dict]:
+    """The reader's rows; a line the csv module cannot read (a cell over its field limit, a NUL) is
+    a CourseError naming the file and the line, not a traceback."""
+    while True:
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as error:
+            raise CourseError(f"roster {path}, after line {reader.line_num}: cannot be read as CSV ({error})") from None
+        yield row
 
 
 def roster_path(course: Course) -> Path:

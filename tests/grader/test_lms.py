@@ -181,7 +181,9 @@ HEADER = "id,first_name,last_name,email,canvas_id,moodle_id\n"
     (HEADER + "alice,A,D,a@x.org,1,,extra\n", "line 2: more cells than the header has columns"),
     ("student,email\nalice,a@x.org\n", "line 1: no 'id' column"),
     ("id,canvas_user\nalice,1\n", "line 1: unknown column(s) 'canvas_user'"),
-])
+    (HEADER + "alice,A,D,a@x.org,1,\nbob," + "B" * 200_000 + ",S,b@x.org,2,\n",  # over csv's field limit
+     "after line 2: cannot be read as CSV (field larger than field limit"),
+], ids=lambda value: value[:40] if isinstance(value, str) else None)
 def test_a_bad_roster_is_refused_naming_file_line_and_column(course, tmp_path, capsys, text, error):
     roster = tmp_path / "roster.csv"
     roster.write_text(text)
