@@ -17,18 +17,16 @@ import pytest
 
 from autograder.course import notebook
 from autograder.judge import catalogue
-from autograder.judge.bubblewrap import Sandbox
-from autograder.judge.judge import code_cells, judge
 from autograder.mutants import Mutant, apply_mutant, load_alternatives, load_mutants
 
 from support import REPO
+from support.judging import verdict
 
 SOURCE = REPO / "assignments" / "source"
 ASSIGNMENTS = catalogue.assignment_names()
 SPECS = [s for a in ASSIGNMENTS for s in catalogue.assignment(a)]
 MUTANTS = [(a, m) for a in ASSIGNMENTS for m in load_mutants(a)]
 ALTERNATIVES = [(a, m) for a in ASSIGNMENTS for m in load_alternatives(a)]
-SANDBOX = Sandbox()
 
 
 def each_exercise(specs: list) -> list:
@@ -69,9 +67,8 @@ def failure(exercise_id: str, notebook: dict | None = None, budget: float = 60) 
     """The student-facing message for the exercise in `notebook` ('' if it passes)."""
     notebook = notebook or notebook_with(exercise_id)
     the_spec = catalogue.exercise(exercise_id)
-    result = judge(exercise_id, code_cells(notebook["cells"], exercise_id), sandbox=SANDBOX,
-                   budget=the_spec.budget or budget, earlier=earlier(exercise_id) if the_spec.whole_engine else None,
-                   answers=code_cells(notebook["cells"]))
+    result = verdict(exercise_id, notebook["cells"], budget=the_spec.budget or budget,
+                     earlier=earlier(exercise_id) if the_spec.whole_engine else None)
     assert not result.detail, f"the check of {exercise_id} itself failed:\n{result.detail}"
     return "" if result.passed else f"{exercise_id}: {result.message}"
 
@@ -240,15 +237,14 @@ def test_the_capstone_names_a_broken_earlier_op():
     broken = mutated("a02_broadcasting", mutant)
     notebook = notebook_with("a06-train-step")
     the_earlier = [(a, broken["cells"] if a == "a02_broadcasting" else cells) for a, cells in earlier("a06-train-step")]
-    result = judge("a06-train-step", code_cells(notebook["cells"], "a06-train-step"), sandbox=SANDBOX,
-                   budget=catalogue.exercise("a06-train-step").budget, earlier=the_earlier)
+    result = verdict("a06-train-step", notebook["cells"], budget=catalogue.exercise("a06-train-step").budget,
+                     earlier=the_earlier, whole_notebook=False)
     assert not result.passed and not result.detail, result
     assert "a02-mul" in result.message and "gradient check" in result.message, result.message
 
 
 def test_the_capstone_without_earlier_notebooks_says_what_is_missing():
     notebook = notebook_with("a06-train-step")
-    result = judge("a06-train-step", code_cells(notebook["cells"], "a06-train-step"), sandbox=SANDBOX,
-                   budget=60, earlier=[])
+    result = verdict("a06-train-step", notebook["cells"], budget=60, earlier=[], whole_notebook=False)
     assert not result.passed and not result.detail, result
     assert "exercise a0" in result.message and "not done" not in result.message.split("exercise")[0], result.message
