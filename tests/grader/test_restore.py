@@ -1,6 +1,5 @@
 """autograder.judge.restore: a damaged submission is rebuilt on the template's nbgrader structure."""
 import copy
-import re
 from collections import Counter
 
 import nbformat
@@ -9,6 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
+from autograder.course import notebook
 from autograder.judge.restore import restore
 
 from support import REPO
@@ -65,22 +65,12 @@ def template() -> nbformat.NotebookNode:
 
 
 def released(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    """The notebook as students get it: solution regions stubbed, hidden test regions gone."""
+    """The notebook as students get it: every cell as nbgrader's release makes it (solution regions
+    stubbed, hidden test regions gone, a written answer's cell emptied to its prompt)."""
     nb = copy.deepcopy(nb)
     for cell in nb.cells:
-        cell.source = re.sub(r"(?m)^( *)### BEGIN SOLUTION\n.*?### END SOLUTION", r"\1raise NotImplementedError()",
-                             cell.source, flags=re.S)
-        cell.source = "\n".join(_without_hidden_tests(cell.source.split("\n")))
-        if _nb(cell).get("solution") and cell.cell_type == "markdown":
-            cell.source = "YOUR ANSWER HERE"
+        cell.source = notebook.released(cell)
     return nb
-
-
-def _without_hidden_tests(lines: list[str]) -> list[str]:
-    if "### BEGIN HIDDEN TESTS" not in lines:
-        return lines
-    begin, end = lines.index("### BEGIN HIDDEN TESTS"), lines.index("### END HIDDEN TESTS")
-    return lines[:begin] + _without_hidden_tests(lines[end + 1:])
 
 
 def _nb(cell) -> dict:
