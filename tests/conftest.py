@@ -15,6 +15,7 @@ off (a loaded 2-core machine would otherwise fail tests for being slow, not wron
 """
 import os
 import re
+import time
 
 import pytest
 
@@ -110,6 +111,11 @@ def pytest_runtest_logreport(report):
     parts = report.nodeid.split("/")
     area = parts[1] if len(parts) > 2 and parts[0] == "tests" and parts[1] in AREAS else "other"
     _area_seconds[area] = _area_seconds.get(area, 0.0) + report.duration
+    if os.environ.get("PYTEST_TIMELINE") and not os.environ.get("PYTEST_XDIST_WORKER"):
+        # which worker ran what, when: `PYTEST_TIMELINE=file make test` shows where the wall time goes
+        worker = getattr(getattr(getattr(report, "node", None), "gateway", None), "id", "main")
+        with open(os.environ["PYTEST_TIMELINE"], "a") as log:
+            log.write(f"{time.time():.1f}\t{worker}\t{report.when}\t{report.duration:.1f}\t{report.nodeid}\n")
 
 
 def pytest_terminal_summary(terminalreporter):
