@@ -125,6 +125,25 @@ def solution_spans(source: Any) -> list[tuple[int, int]]:
     return [(offsets[b + 1], offsets[e]) for b, e in _regions(lines, BEGIN_SOLUTION, END_SOLUTION) if e < len(lines)]
 
 
+def typed_in(source: Any, body: str | None = None) -> str:
+    """``source`` with each complete solution region, its two marker lines included, as a student
+    leaves it after typing: ``body`` in its place, indented as the BEGIN line was (default: the
+    region's own lines, the reference answer without its markers). An unclosed region stays."""
+    lines = text(source).splitlines(keepends=True)
+    out, done = [], 0
+    for begin, end in _regions(lines, BEGIN_SOLUTION, END_SOLUTION):
+        if end == len(lines):
+            continue
+        out += lines[done:begin]
+        if body is None:
+            out += lines[begin + 1:end]
+        else:
+            marker = lines[begin]
+            out.append(marker[:len(marker) - len(marker.lstrip())] + body + ("\n" if lines[end].endswith("\n") else ""))
+        done = end + 1
+    return "".join(out + lines[done:])
+
+
 @functools.cache
 def _release_preprocessors():
     from nbgrader.preprocessors import ClearHiddenTests, ClearSolutions

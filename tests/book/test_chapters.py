@@ -24,6 +24,7 @@ import yaml
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
+from autograder.course import notebook
 from autograder.judge import catalogue
 from autograder.kit import build_kit
 
@@ -71,8 +72,7 @@ def test_the_generated_list_is_the_notebooks_exercises(assignment):
     ids = [m.group(1) for line in lines for m in [re.search(r"`(a\d\d-[\w-]+)`\)$", line)] if m]
     assert sorted(ids) == sorted(s.id for s in catalogue.assignment(assignment)), lines
     nb = json.loads((SOURCE / assignment / f"{assignment}.ipynb").read_text())
-    written = [c["metadata"]["nbgrader"]["grade_id"] for c in nb["cells"]
-               if c.get("metadata", {}).get("nbgrader", {}).get("grade_id", "").endswith("-written")]
+    written = [notebook.grade_id(c) for c in nb["cells"] if notebook.grade_id(c).endswith("-written")]
     assert len([line for line in lines if "written answer" in line]) == len(written)
 
 

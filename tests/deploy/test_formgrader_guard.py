@@ -27,6 +27,8 @@ from pathlib import Path
 import pytest
 from nbconvert.exporters import HTMLExporter
 
+from autograder.course import notebook
+
 from support.browser import Chromium, serve
 from support.course import (
     ASSIGNMENT,
@@ -67,7 +69,7 @@ LAB_SHELL = """new Promise(done => { const started = Date.now(); (function wait(
 def hostile_notebook() -> dict:
     nb = source_notebook()
     for cell in nb["cells"]:
-        grade_id = cell["metadata"].get("nbgrader", {}).get("grade_id")
+        grade_id = notebook.grade_id(cell)
         if grade_id == "a00-square-backward-written":
             cell["source"] = ATTACK
         if grade_id == "a00-add":

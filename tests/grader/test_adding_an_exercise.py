@@ -21,6 +21,8 @@ import textwrap
 import nbformat
 import pytest
 
+from autograder.course import notebook
+
 from support import REPO
 
 README = REPO / "assignments" / "README.md"
@@ -65,7 +67,7 @@ def test_following_the_readme_adds_a_checked_and_released_exercise(tmp_path):
                 f"step 1's reference is not the one in {args[0]}"
         elif kind.endswith("-cell"):
             nb = nbformat.read(repo / NOTEBOOK, as_version=4)
-            ids = [(c.metadata.get("nbgrader") or {}).get("grade_id") for c in nb.cells]
+            ids = [notebook.grade_id(c) for c in nb.cells]
             after = next((a.removeprefix("after=") for a in args if a.startswith("after=")), last_cell)
             assert after in ids, f"the {kind} step says where the cell goes: after={after!r} is not a cell"
             nb.cells.insert(ids.index(after) + 1, nbformat.v4.new_code_cell(body, metadata=_meta(args[0], kind)))
@@ -89,12 +91,11 @@ def test_following_the_readme_adds_a_checked_and_released_exercise(tmp_path):
     assert [s for s in done if s.startswith("run: ")] == ["run: sync", "run: check", "run: release"], done
 
     # sync wrote the body from solutions/ and the hidden cell from @graded
-    cells = {(c.metadata.get("nbgrader") or {}).get("grade_id"): c
-             for c in nbformat.read(repo / NOTEBOOK, as_version=4).cells}
+    cells = {notebook.grade_id(c): c for c in nbformat.read(repo / NOTEBOOK, as_version=4).cells}
     assert "return grad / (2.0 * self.output)" in cells["a02-sqrt"].source
     assert cells["a02-sqrt-hidden"].source == ('### BEGIN HIDDEN TESTS\n# judged outside the notebook, by the check '
                                                '"a02-sqrt" on Sqrt\n### END HIDDEN TESTS')
-    assert cells["a02-sqrt-hidden"].metadata["nbgrader"]["points"] == 2
+    assert notebook.nbgrader(cells["a02-sqrt-hidden"])["points"] == 2
 
     # check: the solution full, the unanswered notebook 0, the mutant caught, the alternative full
     report = outputs["check"]

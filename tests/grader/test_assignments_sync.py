@@ -17,6 +17,7 @@ import nbformat
 import pytest
 
 from autograder.authoring import sync
+from autograder.course import notebook
 from autograder.judge import catalogue
 
 from support import REPO
@@ -34,11 +35,10 @@ def notebooks() -> list[Path]:
 
 def cells_by_grade_id(path: Path) -> dict[str, nbformat.NotebookNode]:
     nb = nbformat.read(path, as_version=4)
-    return {c.metadata["nbgrader"]["grade_id"]: c for c in nb.cells if "nbgrader" in c.get("metadata", {})}
+    return {notebook.grade_id(c): c for c in nb.cells if notebook.nbgrader(c)}
 
 
-def nbgrader(cell) -> dict:
-    return cell.get("metadata", {}).get("nbgrader", {})
+nbgrader = notebook.nbgrader
 
 
 def test_every_registry_has_its_source_notebook():

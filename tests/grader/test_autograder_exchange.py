@@ -23,6 +23,8 @@ from pathlib import Path
 import pytest
 from nbgrader.utils import parse_utc
 
+from autograder.course import notebook
+
 from support.course import (
     ASSIGNMENT,
     NOTEBOOK,
@@ -50,12 +52,10 @@ def course(tmp_path, monkeypatch):
 
 def _answered(nb: dict) -> dict:
     """The student's notebook with every solution cell answered as the source notebook does."""
-    answers = {c["metadata"]["nbgrader"]["grade_id"]: c["source"] for c in source_notebook()["cells"]
-               if c["metadata"].get("nbgrader", {}).get("solution")}
+    answers = {notebook.grade_id(c): c["source"] for c in source_notebook()["cells"] if notebook.is_answer(c)}
     for cell in nb["cells"]:
-        grade_id = cell["metadata"].get("nbgrader", {}).get("grade_id")
-        if grade_id in answers:
-            cell["source"] = answers[grade_id]
+        if notebook.grade_id(cell) in answers:
+            cell["source"] = answers[notebook.grade_id(cell)]
     return nb
 
 

@@ -50,7 +50,7 @@ def notebook_with(exercise_id: str, notebooks: dict[str, dict] | None = None) ->
     """The notebook (of `notebooks`, default the source) that holds the exercise's answer cell."""
     notebooks = notebooks or source_notebooks(assignment_of(exercise_id))
     for nb in notebooks.values():
-        if any((c.get("metadata", {}).get("nbgrader") or {}).get("grade_id") == exercise_id for c in nb["cells"]):
+        if any(notebook.grade_id(c) == exercise_id for c in nb["cells"]):
             return nb
     raise LookupError(exercise_id)
 
@@ -77,7 +77,7 @@ def with_answer(exercise_id: str, source: str) -> dict:
     """The source notebook with the exercise's answer cell replaced by `source`."""
     nb = copy.deepcopy(notebook_with(exercise_id))
     for cell in nb["cells"]:
-        if (cell.get("metadata", {}).get("nbgrader") or {}).get("grade_id") == exercise_id:
+        if notebook.grade_id(cell) == exercise_id:
             cell["source"] = source
     return nb
 
@@ -132,7 +132,7 @@ def test_mutant_is_caught_with_the_kind_of_mistake_and_costs_no_other_exercise(a
     assert not re.search(r"\d\.\d{3,}", message), message
     assert "autograder/" not in message and "Traceback" not in message
     # Isolation: the exercises below the mutated cell see it, and still pass.
-    ids = [(c.get("metadata", {}).get("nbgrader") or {}).get("grade_id") for c in nb["cells"]]
+    ids = [notebook.grade_id(c) for c in nb["cells"]]
     below = [s for s in catalogue.assignment(assignment)
              if s.id in ids and ids.index(s.id) > ids.index(mutant.exercise)]
     for other in below:

@@ -8,7 +8,6 @@ The judge's kit never looks for notebooks: grading stays per exercise.
 from __future__ import annotations
 
 import json
-import re
 import shutil
 import subprocess
 import sys
@@ -17,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from autograder.course import notebook
 from autograder.kit import build_kit
 from autograder.kit.shipped.answers import answer_cells
 
@@ -27,14 +27,19 @@ SOURCE = ROOT / "assignments" / "source"
 
 
 def _cell(nb: dict, grade_id: str) -> dict:
-    return next(c for c in nb["cells"] if c.get("metadata", {}).get("nbgrader", {}).get("grade_id") == grade_id)
+    return next(c for c in nb["cells"] if notebook.grade_id(c) == grade_id)
 
 
 def _set_region(cell: dict, body: str) -> None:
     """Replace the cell's solution region(s) by `body`, as nbgrader's release or a student would."""
-    source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
-    cell["source"] = re.sub(r"(?ms)^(\s*)### BEGIN SOLUTION.*?### END SOLUTION[^\n]*", lambda m: m.group(1) + body,
-                            source)
+    cell["source"] = notebook.typed_in(cell["source"], body)
+
+
+def test_typing_into_a_region_replaces_it_markers_and_all_and_leaves_an_unclosed_one():
+    source = ("def f(x):\n    ### BEGIN SOLUTION\n    return x\n    ### END SOLUTION\n\n"
+              "def g(x):\n    ### BEGIN SOLUTION\n    return -x\n")
+    assert notebook.typed_in(source) == "def f(x):\n    return x\n\n" + source.split("\n\n", 1)[1]
+    assert notebook.typed_in(source, "return 2 * x") == "def f(x):\n    return 2 * x\n\n" + source.split("\n\n", 1)[1]
 
 
 @pytest.fixture(scope="module")
