@@ -132,6 +132,10 @@ class Site:
     def install(self) -> None:
         self.hub_py("install", timeout=1800)
 
+    def install_site(self) -> None:
+        """This hub's configuration, state and exchange, on environments already installed."""
+        self.hub_py("site", timeout=300)
+
     def add_users(self) -> None:
         roster = self.root / "roster.csv"
         roster.write_text("username,role\n" + f"{self.instructor},instructor\n"
@@ -695,15 +699,20 @@ def percentiles(values: list[float]) -> dict[str, float]:
 
 
 def run_class(n: int, minutes: dict[str, float], root: Path, cull_timeout: int = 3600, cull_every: int = 300,
-              activity_interval: int = 300, spawn_limit: int | None = None, after=None) -> dict:
+              activity_interval: int = 300, spawn_limit: int | None = None, after=None,
+              install: bool = True) -> dict:
     """One class of n students through the three shapes on a hub of its own; the users are removed at the end.
 
-    ``after(site, students)``: called before the users are removed (the test checks the culler there)."""
+    ``after(site, students)``: called before the users are removed (the test checks the culler there).
+    ``install=False``: the environments are installed already (by the test run): only this hub's folders are made."""
     site = Site(root, n, cull_timeout, cull_every, activity_interval, spawn_limit)
     record = Record()
     result: dict = {"n": n, "minutes": minutes, "load before": os.getloadavg()}
     try:
-        site.install()
+        if install:
+            site.install()
+        else:
+            site.install_site()
         site.add_users()
         result["hub start s"] = site.start()
         course = site.course

@@ -4,6 +4,7 @@
     sudo python3 deploy/hub.py install              # the environments, the proxy, the configuration
     sudo python3 deploy/hub.py users roster.csv     # system users (homes 0700), instructors' courses
     sudo python3 deploy/hub.py start                # the hub on 127.0.0.1:8000 (foreground)
+    sudo python3 deploy/hub.py site                 # another hub's folders (AUTOGRAD_HUB_ETC, ...), same install
     sudo python3 deploy/hub.py demo                 # all three for a demo class, passwords printed
 
 Standard library only: it runs before any environment exists. Run as root (it creates system
@@ -15,6 +16,7 @@ from __future__ import annotations
 import argparse
 import csv
 import grp
+import hashlib
 import os
 import pwd
 import secrets
@@ -83,16 +85,36 @@ def install() -> None:
     venv = PREFIX / "venv"
     if not (venv / "bin" / "jupyterhub").exists():
         run(SYSTEM_PYTHON, "-m", "venv", venv)
-    # every time: a requirement added since the environment was made is installed (pip skips the rest)
-    run(venv / "bin" / "python", "-m", "pip", "install", "-q", "--disable-pip-version-check",
-        "-r", HERE / "requirements-hub.txt")
+    # A requirement added or changed since the environment was made is installed. pip is asked only
+    # then: with every requirement already there, its resolver still takes 35-45 s here (17 CPU-s,
+    # re-reading each installed package's metadata), and the tests install once per run.
+    requirements = (HERE / "requirements-hub.txt").read_bytes()
+    stamp = venv / "autograd-requirements.sha256"  # what pip last installed (delete it to run pip again)
+    installed = hashlib.sha256(requirements).hexdigest()
+    if not stamp.exists() or stamp.read_text().strip() != installed:
+        run(venv / "bin" / "python", "-m", "pip", "install", "-q", "--disable-pip-version-check",
+            "-r", HERE / "requirements-hub.txt")
+        readable_by_all(venv)
+        stamp.write_text(installed + "\n")
     proxy = PREFIX / "node" / "node_modules" / ".bin" / "configurable-http-proxy"
     if not proxy.exists():
         (PREFIX / "node").mkdir(exist_ok=True)
         run("npm", "install", "--silent", "--no-fund", "--no-audit", "--prefix", PREFIX / "node", PROXY)
-    readable_by_all(venv)
     readable_by_all(PREFIX / "node")
     install_grader(venv)
+    install_site()
+    print(f"installed: {venv}, {proxy.name}, the grader {PREFIX / 'grader'} (group {GROUP}), configuration in "
+          f"{ETC}, exchange {EXCHANGE}")
+
+
+def install_site() -> None:
+    """One hub's own folders on top of the environments ``install`` built: its configuration (ETC),
+    its state (STATE) and its exchange. ``deploy/hub.py site`` alone makes a second hub on the same
+    machine (its own AUTOGRAD_HUB_ETC, AUTOGRAD_HUB_STATE, AUTOGRAD_EXCHANGE and port) without
+    rebuilding the environments: the deployment's tests run one hub per test on one install."""
+    if not (PREFIX / "venv" / "bin" / "jupyterhub-singleuser").exists():
+        raise HubError(f"no environment in {PREFIX}: run `deploy/hub.py install` first")
+    ensure_group()
     if ETC.exists():
         roster = (ETC / "roster.csv").read_bytes() if (ETC / "roster.csv").exists() else None
         shutil.rmtree(ETC)
@@ -108,8 +130,6 @@ def install() -> None:
     STATE.mkdir(parents=True, exist_ok=True)
     STATE.chmod(0o700)
     make_exchange()
-    print(f"installed: {venv}, {proxy.name}, the grader {PREFIX / 'grader'} (group {GROUP}), configuration in "
-          f"{ETC}, exchange {EXCHANGE}")
 
 
 def ensure_group() -> None:
@@ -254,6 +274,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="deploy/hub.py", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("install", help="the single-user environment, the proxy, the configuration, the exchange")
+    sub.add_parser("site", help="another hub's configuration, state and exchange on the environments install built")
     users = sub.add_parser("users", help="system users from a roster (username,role), homes 0700")
     users.add_argument("roster", type=Path)
     users.add_argument("--passwords", action="store_true", help="give each a fresh password and print it")
@@ -266,6 +287,9 @@ def main(argv: list[str] | None = None) -> int:
             raise HubError("run as root: it creates system users and starts each user's server as that user")
         if args.command == "install":
             install()
+        elif args.command == "site":
+            install_site()
+            print(f"site: configuration in {ETC}, state {STATE}, exchange {EXCHANGE}")
         elif args.command == "users":
             for name, password in add_users(args.roster, args.passwords).items():
                 print(f"  {name}: {password}")

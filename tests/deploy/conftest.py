@@ -1,4 +1,9 @@
-"""The deployment's tests: the class's hub, as its fixture starts it (support/hub.py has its people)."""
+"""The deployment's tests: the class's hub, as its fixtures start it (support/hub.py has its people).
+
+`deploy/hub.py install` builds the environments (the hub's, the students', the instructors' grader)
+once per run (`hub_install`); each test that needs a hub has one of its own on them (`deploy/hub.py
+site`: its configuration, state, exchange and port, its own users): the semester's hub and the class
+load's differ in their culler, and neither sees the other's submissions."""
 import os
 import shutil
 import subprocess
@@ -11,19 +16,32 @@ import pytest
 from support.hub import Hub
 
 
-@pytest.fixture(scope="module")
-def hub():
+@pytest.fixture(scope="session")
+def hub_install():
+    """The environments under the hub's prefix, installed (or brought up to date) once per run."""
     if os.geteuid() != 0:
         pytest.skip("the hub starts each user's server as that user: needs root (CI runs as root)")
     root = Path(tempfile.mkdtemp(prefix="autograd-hub-test-"))
+    root.chmod(0o755)
+    try:
+        done = Hub(root).command("install", timeout=1800)
+        assert done.returncode == 0, done.stderr[-3000:]
+        yield
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def hub(hub_install):
+    root = Path(tempfile.mkdtemp(prefix="autograd-hub-test-"))
     root.chmod(0o755)  # every user's server reads the configuration under it
     hub = Hub(root)
-    done = hub.command("install", timeout=1800)
+    done = hub.command("site", timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
-    done = hub.command("users", str(hub.roster), "--passwords", timeout=300)
-    assert done.returncode == 0, done.stderr[-3000:]
-    hub.passwords = dict(line.strip().split(": ") for line in done.stdout.splitlines() if line.startswith("  "))
-    try:
+    try:  # a roster made half-way is removed too
+        done = hub.command("users", str(hub.roster), "--passwords", timeout=300)
+        assert done.returncode == 0, done.stderr[-3000:]
+        hub.passwords = dict(line.strip().split(": ") for line in done.stdout.splitlines() if line.startswith("  "))
         hub.start_time = hub.start()
         yield hub
     finally:

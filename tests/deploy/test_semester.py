@@ -410,7 +410,8 @@ def test_a_semester_on_the_hub(hub, tmp_path, capsys):
     # submission older than it is (its timestamp.txt is hers to write).
     now = datetime.now(timezone.utc).replace(microsecond=0)
     cli(course, "release", "a01_graphs", "--exchange", exchange, "--due", f"{now:%Y-%m-%d %H:%M:%S}")
-    time.sleep(1.5)
+    while datetime.now(timezone.utc) < now + timedelta(seconds=1.5):  # (the release itself takes longer)
+        time.sleep(0.05)
     c.assignments("submit", assignment_id="a01_graphs")
     backdated = (now - timedelta(days=1)).strftime("%Y-%m-%d %H:%M:%S.%f UTC")
     [record] = inbound.glob(f"{c.user}+a01_graphs+*")  # (nbgrader's submit prints it to C's terminal)
@@ -562,7 +563,10 @@ def formgrader_page(chromium: Chromium, site: Hub, student: str) -> dict:
     tab.go(f"{prefix}/manage_students/{student}/a01_graphs")
     tab.click(f'a[href*="{prefix}/submissions/"]', f"{student}'s a01 notebook")
     tab.until("document.querySelector('input.score') && window.jQuery", "the formgrader's page, its scripts run")
-    time.sleep(2)  # room for an attack's handler to fire, had it been let through
+    # Every image loaded or failed (an attack's onerror handler, had it been let through, has fired
+    # then), and one more turn of the page's event loop for the events queued meanwhile.
+    tab.until("[...document.images].every(image => image.complete)", "the page's images, loaded or failed")
+    tab.js("new Promise(done => setTimeout(done, 50))")
     shown = tab.js("({pwned: window.pwned || null, handlers: document.querySelectorAll('[onerror],[onload]').length,"
                    " boxes: document.querySelectorAll('input.score').length, url: location.href})")
     responses = [e["params"]["response"] for e in chromium._events if e.get("sessionId") == tab.session
