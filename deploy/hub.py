@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import csv
 import grp
-import hashlib
 import os
 import pwd
 import secrets
@@ -85,17 +84,11 @@ def install() -> None:
     venv = PREFIX / "venv"
     if not (venv / "bin" / "jupyterhub").exists():
         run(SYSTEM_PYTHON, "-m", "venv", venv)
-    # A requirement added or changed since the environment was made is installed. pip is asked only
-    # then: with every requirement already there, its resolver still takes 35-45 s here (17 CPU-s,
-    # re-reading each installed package's metadata), and the tests install once per run.
-    requirements = (HERE / "requirements-hub.txt").read_bytes()
-    stamp = venv / "autograd-requirements.sha256"  # what pip last installed (delete it to run pip again)
-    installed = hashlib.sha256(requirements).hexdigest()
-    if not stamp.exists() or stamp.read_text().strip() != installed:
-        run(venv / "bin" / "python", "-m", "pip", "install", "-q", "--disable-pip-version-check",
-            "-r", HERE / "requirements-hub.txt")
-        readable_by_all(venv)
-        stamp.write_text(installed + "\n")
+    # every time: a requirement added since the environment was made is installed (pip skips the rest;
+    # a venv damaged by hand is repaired). The deployment's tests install once per run.
+    run(venv / "bin" / "python", "-m", "pip", "install", "-q", "--disable-pip-version-check",
+        "-r", HERE / "requirements-hub.txt")
+    readable_by_all(venv)
     proxy = PREFIX / "node" / "node_modules" / ".bin" / "configurable-http-proxy"
     if not proxy.exists():
         (PREFIX / "node").mkdir(exist_ok=True)
