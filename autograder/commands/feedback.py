@@ -169,7 +169,8 @@ class _SharedHighlight(Highlight2HTML):
 
 @functools.lru_cache(maxsize=1024)
 def _highlighted(source: str, language: str, magics: str | None) -> str:
-    return Highlight2HTML(pygments_lexer=language)(source, language, {"magics_language": magics} if magics is not None else None)
+    metadata = {"magics_language": magics} if magics is not None else None
+    return Highlight2HTML(pygments_lexer=language)(source, language, metadata)
 
 
 class SafeHTMLExporter(SanitizingHTMLExporter):

@@ -13,7 +13,6 @@ import pytest
 from bs4 import BeautifulSoup
 from hypothesis import given
 from hypothesis import strategies as st
-
 from nbconvert.exporters import HTMLExporter
 from nbgrader.converters import GenerateFeedback
 from traitlets.config import Config
