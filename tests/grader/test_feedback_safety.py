@@ -8,19 +8,14 @@ bytes must not reach it; and one student's page that cannot be made must not cos
 import json
 import re
 
-import nbformat
 import pytest
 from bs4 import BeautifulSoup
 from hypothesis import given
 from hypothesis import strategies as st
-from nbconvert.exporters import HTMLExporter
-from nbgrader.converters import GenerateFeedback
-from traitlets.config import Config
 
 from autograder.commands.feedback import MathBudget, SafeHTMLExporter
-from autograder.course.nbgrader_glue import configure_feedback
 from autograder.course.notebook import cut_hidden_regions
-from autograder.course.safe_html import SanitizingHTMLExporter, sanitize_html
+from autograder.course.safe_html import sanitize_html
 
 from support.course import (
     ASSIGNMENT,
@@ -35,6 +30,7 @@ from support.course import (
     table,
     use_toy_catalogue,
 )
+from support.feedback import NbconvertPage, feedback_page
 
 pytestmark = pytest.mark.xdist_group("autograder")
 
@@ -138,35 +134,6 @@ def test_a_cell_quoting_the_marker_on_every_line_is_kept_whole():
 
 # -- the page is nbconvert's, made faster -------------------------------------------------------------
 
-class NbconvertPage(SafeHTMLExporter):
-    """The feedback page as nbconvert's own HTMLExporter makes it: its BeautifulSoup pass over the
-    whole page, a fresh Jinja environment, every cell highlighted and rendered anew."""
-
-    def _create_environment(self):
-        return HTMLExporter._create_environment(self)
-
-    def from_notebook_node(self, nb, resources=None, **kw):
-        self.math = MathBudget()
-        return SanitizingHTMLExporter.from_notebook_node(self, nb, resources, **kw)
-
-    def _rendered_markdown(self, context, source):
-        return SanitizingHTMLExporter.markdown2html(self, context, source)
-
-
-def feedback_page(exporter_class, nb: dict) -> str:
-    resources = {"nbgrader": {"notebook": NOTEBOOK, "score": 1.0, "max_score": 2.0, "late_penalty": 0,
-                              "auto_score": 1.0, "auto_points": 2.0, "pending": 0,
-                              "exercises": [{"id": "a00-square", "title": "Square", "anchor": "a00-square",
-                                             "score": 1.0, "points": 2.0, "written": False, "pending": False,
-                                             "message": "your code raised <ValueError>"}]}}
-    nb = nbformat.reads(json.dumps(nb), as_version=4)
-    for cell in nb.cells:  # what nbgrader's GetGrades reads from the gradebook
-        meta = cell.metadata.get("nbgrader", {})
-        meta.update({"score": 0.5 * float(meta.get("points", 0)), "needs_manual_grade": False, "comment": None})
-    config = GenerateFeedback(config=configure_feedback(Config())).config  # with nbgrader's template paths
-    return exporter_class(config=config).from_notebook_node(nb, resources)[0]
-
-
 @pytest.mark.parametrize("name", ["plain", "hostile"])
 def test_the_feedback_page_is_the_one_nbconverts_exporter_makes(name):
     """SafeHTMLExporter skips nbconvert's BeautifulSoup pass over a page without an image and shares
@@ -174,9 +141,9 @@ def test_the_feedback_page_is_the_one_nbconverts_exporter_makes(name):
     nbconvert's path makes (element for element; the pass writes the page out again), on a first
     page and on one made from the caches, with the math budget still counted per page."""
     nb = source_notebook() if name == "plain" else hostile_notebook()
-    theirs = feedback_page(NbconvertPage, nb)
+    theirs = feedback_page(NbconvertPage, nb, NOTEBOOK)
     for _ in range(2):  # the second from the caches
-        ours = feedback_page(SafeHTMLExporter, nb)
+        ours = feedback_page(SafeHTMLExporter, nb, NOTEBOOK)
         assert str(BeautifulSoup(ours, features="html.parser")) == theirs
     assert ("<img" in ours) == (name == "hostile")
     if name == "hostile":  # an image the student left without alt text gets nbconvert's
