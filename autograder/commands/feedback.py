@@ -143,6 +143,11 @@ class _CompiledTemplates(BytecodeCache):
     def __init__(self) -> None:
         self._code: dict[str, bytes] = {}
 
+    def get_bucket(self, environment, name, filename, source):
+        # what else the compiled code depends on: the environment's async mode and extensions
+        setting = f"{name}\0{environment.is_async}\0{','.join(sorted(environment.extensions))}"
+        return super().get_bucket(environment, setting, filename, source)
+
     def load_bytecode(self, bucket) -> None:
         if bucket.key in self._code:
             bucket.bytecode_from_string(self._code[bucket.key])
