@@ -30,6 +30,7 @@ One student's failure never stops the others: it is reported with its reason
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata
 import os
 import re
@@ -37,7 +38,11 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from jinja2 import pass_context
+from bs4 import BeautifulSoup
+from jinja2 import BytecodeCache, pass_context
+from nbconvert.exporters import TemplateExporter
+from nbconvert.filters.highlight import Highlight2HTML
+from nbconvert.filters.widgetsdatatypefilter import WidgetsDataTypeFilter
 from nbgrader.converters import GenerateFeedback
 from nbgrader.utils import capture_log, temp_attrs
 
@@ -129,21 +134,109 @@ def _brace_depth(text: str) -> int:
     return deepest
 
 
+class _CompiledTemplates(BytecodeCache):
+    """Jinja's compiled templates, kept for the process: each student's GenerateFeedback makes a new
+    exporter, and with it a new Jinja environment that would compile nbgrader's and nbconvert's
+    templates again (a sixth of a page's time). Jinja reuses an entry only for the same template
+    name, file and source (its checksum)."""
+
+    def __init__(self) -> None:
+        self._code: dict[str, bytes] = {}
+
+    def get_bucket(self, environment, name, filename, source):
+        # what else the compiled code depends on: the environment's async mode and extensions
+        setting = f"{name}\0{environment.is_async}\0{','.join(sorted(environment.extensions))}"
+        return super().get_bucket(environment, setting, filename, source)
+
+    def load_bytecode(self, bucket) -> None:
+        if bucket.key in self._code:
+            bucket.bytecode_from_string(self._code[bucket.key])
+
+    def dump_bytecode(self, bucket) -> None:
+        self._code[bucket.key] = bucket.bytecode_to_string()
+
+
+_COMPILED_TEMPLATES = _CompiledTemplates()
+_MARKDOWN: dict[tuple, str] = {}  # see SafeHTMLExporter._rendered_markdown
+
+
+class _SharedHighlight(Highlight2HTML):
+    """nbconvert's code highlighting, each cell's once for the process: the cells a class did not
+    write (the given code, the restored test cells) are the same on every page, and Pygments was a
+    third of a page's time. Its output depends on these arguments only (with no formatter options
+    configured; with some, every cell is highlighted again)."""
+
+    def __call__(self, source, language=None, metadata=None):
+        if self.extra_formatter_options or len(source) > 20_000:  # a long cell is a student's own
+            return super().__call__(source, language, metadata)
+        return _highlighted(source, language or self.pygments_lexer, (metadata or {}).get("magics_language"))
+
+
+@functools.lru_cache(maxsize=1024)
+def _highlighted(source: str, language: str, magics: str | None) -> str:
+    metadata = {"magics_language": magics} if magics is not None else None
+    return Highlight2HTML(pygments_lexer=language)(source, language, metadata)
+
+
 class SafeHTMLExporter(SanitizingHTMLExporter):
     """The sanitizing exporter (:mod:`autograder.course.safe_html`) with the page's math within a
-    :class:`MathBudget`."""
+    :class:`MathBudget`.
+
+    Without nbconvert's last pass over a page with no image: its HTMLExporter parses the whole page
+    again with BeautifulSoup, in pure Python (40 % of a page's CPU time), to give an ``alt`` to
+    images without one and a ``tabindex`` to JupyterLab's cell wrappers, and writes it out again.
+    The feedback template is nbgrader's classic layout (no JupyterLab wrappers), so the pass
+    changes nothing but an image's ``alt``; a page with an ``<img`` still gets it, as nbconvert
+    does it. tests/grader/test_feedback_safety.py checks that the page is the one nbconvert makes.
+    """
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.math = MathBudget()
 
+    def _create_environment(self):
+        environment = super()._create_environment()
+        environment.bytecode_cache = _COMPILED_TEMPLATES
+        return environment
+
     def from_notebook_node(self, nb, resources=None, **kw):
         self.math = MathBudget()  # one budget per page
-        return super().from_notebook_node(nb, resources, **kw)
+        nb.metadata.pop("widgets", None)  # as SanitizingHTMLExporter, whose from_notebook_node is skipped here
+        # nbconvert's HTMLExporter.from_notebook_node up to its BeautifulSoup pass
+        langinfo = nb.metadata.get("language_info", {})
+        lexer = langinfo.get("pygments_lexer", langinfo.get("name", None))
+        resources = self._init_resources(resources)
+        self.register_filter("highlight_code",
+                             self.filters.get("highlight_code", _SharedHighlight(pygments_lexer=lexer, parent=self)))
+        self.register_filter("filter_data_type", WidgetsDataTypeFilter(notebook_metadata=self._nb_metadata,
+                                                                       parent=self, resources=resources))
+        html, resources = TemplateExporter.from_notebook_node(self, nb, resources, **kw)
+        if "<img" in html:  # perhaps an image without alt text: nbconvert's pass, as nbconvert does it
+            soup = BeautifulSoup(html, features="html.parser")
+            for image in soup.select("img:not([alt])"):
+                image.attrs["alt"] = "No description has been provided for this image"
+            html = str(soup)
+        return html, resources
+
+    def _rendered_markdown(self, context, source: str) -> str:
+        """The cell's markdown as sanitized HTML, each text once for the process (the assignment's
+        own text is on every page, and rendering it was a third of a page's time). The HTML depends
+        on the text and the exporter's settings only, unless the cell has attachments or images are
+        embedded from files beside the notebook: those are rendered each time."""
+        if context.get("cell", {}).get("attachments") or self.embed_images or self.lexer_options \
+                or len(source) > 20_000:
+            return super().markdown2html(context, source)
+        key = (source, self.anchor_link_text, self.exclude_anchor_links)
+        html = _MARKDOWN.get(key)
+        if html is None:
+            html = _MARKDOWN[key] = super().markdown2html(context, source)
+            while len(_MARKDOWN) > 1024:
+                del _MARKDOWN[next(iter(_MARKDOWN))]  # the oldest first
+        return html
 
     @pass_context
     def markdown2html(self, context, source: str) -> str:
-        html = super().markdown2html(context, source)
+        html = self._rendered_markdown(context, source)
         refused = self.math.refuse(source)
         if refused is None:
             return html

@@ -45,7 +45,7 @@ from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
 from nbformat.notebooknode import NotebookNode
 from nbgrader.api import Comment, Grade, Gradebook, GradeCell, MissingEntry, SolutionCell
 from nbgrader.preprocessors import AssignLatePenalties, ClearHiddenTests, GetGrades, SaveAutoGrades
-from sqlalchemy.orm import joinedload, scoped_session, sessionmaker
+from sqlalchemy.orm import joinedload, scoped_session, sessionmaker, undefer
 from traitlets.config import Config
 
 from autograder.course import notebook
@@ -100,11 +100,13 @@ class NotebookRows:
 
     db = _Flush()
 
-    def __init__(self, gb: Gradebook, notebook: str, assignment: str, student: str):
+    def __init__(self, gb: Gradebook, notebook: str, assignment: str, student: str, with_points: bool = False):
         submitted = gb.find_submission_notebook(notebook, assignment, student)
         self.where = f"{assignment}/{notebook} for {student}"
-        self.grades = self._by_name(gb.db.query(Grade).options(joinedload(Grade.cell))
-                                    .filter(Grade.notebook_id == submitted.id), GradeCell)
+        grades = gb.db.query(Grade).options(joinedload(Grade.cell))
+        if with_points:  # each grade's max_score in the same query (it is deferred: one query a grade)
+            grades = grades.options(undefer(Grade.max_score))
+        self.grades = self._by_name(grades.filter(Grade.notebook_id == submitted.id), GradeCell)
         self.comments = self._by_name(gb.db.query(Comment).options(joinedload(Comment.cell))
                                       .filter(Comment.notebook_id == submitted.id), SolutionCell)
 
@@ -216,14 +218,35 @@ class GetGradesByExercise(GetGrades):
     is the points still to be graded by hand (not counted in either total).
     """
 
+    rows: NotebookRows | None = None
+
+    def _rows(self) -> NotebookRows:
+        """The notebook's grade and comment rows, read once: nbgrader's GetGrades asks the gradebook
+        for each cell's (a six-table join each, and one more query for each grade's points), which
+        was a third of a feedback page's time."""
+        if self.rows is None:
+            self.rows = NotebookRows(self.gradebook, self.notebook_id, self.assignment_id, self.student_id,
+                                     with_points=True)
+        return self.rows
+
+    def _get_comment(self, cell: NotebookNode, resources: dict) -> None:
+        comment = self._rows().find_comment(notebook.grade_id(cell), self.notebook_id, self.assignment_id,
+                                            self.student_id)
+        notebook.nbgrader(cell)["comment"] = comment.comment
+
     def _get_score(self, cell: NotebookNode, resources: dict) -> None:
-        super()._get_score(cell, resources)
-        grade = self.gradebook.find_grade(notebook.grade_id(cell), self.notebook_id,
-                                          self.assignment_id, self.student_id)
-        notebook.nbgrader(cell)["needs_manual_grade"] = bool(grade.needs_manual_grade)  # a grade cell: its own dict
+        grade = self._rows().find_grade(notebook.grade_id(cell), self.notebook_id, self.assignment_id,
+                                        self.student_id)
+        meta = notebook.nbgrader(cell)  # a grade cell: its own dict
+        meta["score"], meta["points"] = grade.score, grade.max_score
+        meta["needs_manual_grade"] = bool(grade.needs_manual_grade)
 
     def preprocess(self, nb: NotebookNode, resources: dict):
-        nb, resources = super().preprocess(nb, resources)
+        self.rows = None  # this notebook's, read from the Gradebook nbgrader's preprocess opens
+        try:
+            nb, resources = super().preprocess(nb, resources)
+        finally:
+            self.rows = None
         entries: dict[str, dict] = {}
         for cell in nb.cells:
             meta = notebook.nbgrader(cell)

@@ -81,7 +81,14 @@ def stub_line(s: Spec) -> str:
 
 def _assignment_of(s: Spec) -> str:
     """The assignment folder of an exercise ("a02_broadcasting" for "a02-mul")."""
-    return catalogue.assignment_name(s.prefix)
+    return _assignment_name(s.prefix, tuple(catalogue.search_path()))
+
+
+@functools.lru_cache(maxsize=256)
+def _assignment_name(prefix: str, search_path: tuple[Path, ...]) -> str:
+    """catalogue.assignment_name, once per prefix and catalogue path (it lists the catalogue's
+    folders; a kit asks it for every stub, and the judge builds a kit per exercise judged)."""
+    return catalogue.assignment_name(prefix)
 
 
 def exercise_bodies(specs: list[Spec] | None = None) -> dict[Path, list[tuple[Spec, Body]]]:
@@ -106,6 +113,7 @@ def stubbed_source(path: Path, bodies: list[tuple[Spec, Body]],
     return "\n".join(lines)
 
 
+@functools.lru_cache(maxsize=1024)  # the same few texts for every kit the judge builds (one per exercise judged)
 def rename(text: str, top_level: bool, package: str = PACKAGE) -> str:
     """Point the copy at the kit: `solutions` -> `coursekit.engine` (testing and data live at
     the kit's top level); a top-level module's relative imports reach into `.engine`.

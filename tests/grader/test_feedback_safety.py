@@ -9,10 +9,11 @@ import json
 import re
 
 import pytest
+from bs4 import BeautifulSoup
 from hypothesis import given
 from hypothesis import strategies as st
 
-from autograder.commands.feedback import MathBudget
+from autograder.commands.feedback import MathBudget, SafeHTMLExporter
 from autograder.course.notebook import cut_hidden_regions
 from autograder.course.safe_html import sanitize_html
 
@@ -29,6 +30,7 @@ from support.course import (
     table,
     use_toy_catalogue,
 )
+from support.feedback import NbconvertPage, feedback_page
 
 pytestmark = pytest.mark.xdist_group("autograder")
 
@@ -128,6 +130,25 @@ def test_a_cell_quoting_the_marker_on_every_line_is_kept_whole():
     text = "### BEGIN HIDDEN TESTS\n" * 50_000  # no END: the student's own text, every line of it
     assert cut_hidden_regions(text) == text
     assert cut_hidden_regions(text + "### END HIDDEN TESTS\nafter\n") == "after\n"
+
+
+# -- the page is nbconvert's, made faster -------------------------------------------------------------
+
+@pytest.mark.parametrize("name", ["plain", "hostile"])
+def test_the_feedback_page_is_the_one_nbconverts_exporter_makes(name):
+    """SafeHTMLExporter skips nbconvert's BeautifulSoup pass over a page without an image and shares
+    compiled templates, highlighted code and rendered markdown between pages: the page is the one
+    nbconvert's path makes (element for element; the pass writes the page out again), on a first
+    page and on one made from the caches, with the math budget still counted per page."""
+    nb = source_notebook() if name == "plain" else hostile_notebook()
+    theirs = feedback_page(NbconvertPage, nb, NOTEBOOK)
+    for _ in range(2):  # the second from the caches
+        ours = feedback_page(SafeHTMLExporter, nb, NOTEBOOK)
+        assert str(BeautifulSoup(ours, features="html.parser")) == theirs
+    assert ("<img" in ours) == (name == "hostile")
+    if name == "hostile":  # an image the student left without alt text gets nbconvert's
+        assert 'alt="No description has been provided for this image"' in ours
+        assert ours.count("Math shown as TeX") == theirs.count("Math shown as TeX") == 2
 
 
 # -- end to end: graded students, their pages, a browser --------------------------------------------

@@ -2,7 +2,8 @@
 (``course``), headless Chromium (``browser``), the engine's Hypothesis strategies
 (``strategies``), synthetic classes from the mutant catalogue (``classes``), the class's hub and
 its people (``hub``), chapters run as a student runs them (``chapters``), hostile submissions
-(``attacks``) and the one harness that judges an exercise (``judging``).
+(``attacks``), the one harness that judges an exercise (``judging``) and feedback pages made
+without a course (``feedback``).
 
 Test modules import from here, never from one another.
 """
