@@ -10,7 +10,6 @@ per machine by `deploy/hub.py install` and reused.
 from __future__ import annotations
 
 import os
-import re
 import secrets
 import signal
 import socket
@@ -22,12 +21,13 @@ from pathlib import Path
 import psutil
 import requests
 
+from autograder.course import notebook
+
 from support import REPO
 
 HUB = REPO / "deploy" / "hub.py"
 COURSE = "autograd-course"
 ASSIGNMENT = "a01_graphs"
-SOLUTION = re.compile(r"[ \t]*### BEGIN SOLUTION\n(.*?)[ \t]*### END SOLUTION\n?", re.S)
 
 
 PREFIX = Path(os.environ.get("AUTOGRAD_HUB_PREFIX", "/opt/autograd-hub"))
@@ -159,12 +159,10 @@ class Browser:
 
 def answered(released: dict, source: dict) -> dict:
     """The fetched notebook with every answer cell holding the model answer, as a student types it."""
-    answers = {c["metadata"]["nbgrader"]["grade_id"]: "".join(c["source"]) for c in source["cells"]
-               if c.get("metadata", {}).get("nbgrader", {}).get("solution")}
+    answers = {notebook.grade_id(c): c["source"] for c in source["cells"] if notebook.is_answer(c)}
     for cell in released["cells"]:
-        grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
-        if grade_id in answers and cell["cell_type"] == "code":
-            cell["source"] = SOLUTION.sub(lambda m: m.group(1), answers[grade_id])
+        if notebook.grade_id(cell) in answers and cell["cell_type"] == "code":
+            cell["source"] = notebook.typed_in(answers[notebook.grade_id(cell)])
     return released
 
 
