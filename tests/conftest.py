@@ -34,7 +34,7 @@ if settings is not None:
 
 @pytest.fixture(autouse=True)
 def _grouped_tests_share_a_worker(request):
-    """Under `-n 2 --dist loadgroup` (make test), fail a grouped test whose group was not honoured.
+    """Under `-n auto --dist loadgroup` (make test), fail a grouped test whose group was not honoured.
 
     The book tests build into one folder and the nbgrader tests share gradebooks, so each group
     must run on one worker. pytest-xdist passes the group in the node id; pytest 9.2 dropped that

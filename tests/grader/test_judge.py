@@ -123,5 +123,14 @@ def test_a_cell_that_hung_is_not_run_again_for_the_exercises_below_it():
     cells = [("cell 0", IMPORTS), ("cell 1", "while True:\n    pass"), ("t02-mul", reference_mul_source())]
     first = judge("t02-mul", cells, sandbox=Sandbox(), budget=3, hung=hung)
     assert not first.passed and "while running your cell cell 1" in first.message and first.seconds >= 3
-    second = judge("t02-unbroadcast", cells[:2], sandbox=Sandbox(), budget=3, hung=hung)
-    assert second.message == first.message and second.seconds < 1
+
+    class Counting(Sandbox):
+        """A sandbox that counts the processes started in it: the hung cell must not be run again."""
+        started = 0
+
+        def command(self) -> list[str]:
+            Counting.started += 1
+            return super().command()
+
+    second = judge("t02-unbroadcast", cells[:2], sandbox=Counting(), budget=3, hung=hung)
+    assert second.message == first.message and Counting.started == 0
