@@ -50,6 +50,7 @@ import json
 import os
 import pwd
 import random
+import re
 import secrets
 import shutil
 import signal
@@ -270,6 +271,7 @@ class Record:
     """Every timed step and every error of a run, by shape."""
     times: dict[str, dict[str, list[float]]] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
+    waited: int = 0  # the hub's "too many starting at once" pages a student's browser waited out
 
     def add(self, shape: str, step: str, seconds: float) -> None:
         self.times.setdefault(shape, {}).setdefault(step, []).append(seconds)
@@ -339,19 +341,24 @@ class Student:
                                  "_xsrf": self.xsrf("/hub/")})
 
     async def spawn(self) -> None:
-        """Ask for the server (waiting as the page does when the hub says too many start at once), wait
-        until the hub says it is ready, then open it (the OAuth round trip that logs the browser in)."""
+        """Ask for the server as the browser does after logging in (GET /hub/spawn), wait until the hub
+        says it is ready, then open it (the OAuth round trip that logs the browser in). When too many
+        start at once the hub answers its 429 page: the student does what that page does by itself (its
+        refresh), never a reload by hand, so a page that does not retry is a StepError."""
         deadline = time.monotonic() + SPAWN_TIMEOUT
         while True:
-            async with self.http.post(f"{self.site.base}/hub/api/users/{self.user}/server", json={},
-                                      timeout=self.timeout,
-                                      headers={"X-XSRFToken": self.xsrf("/hub/"),
-                                               "Referer": f"{self.site.base}/hub/"}) as reply:
-                if reply.status in (201, 202, 400):  # 400: already running or pending
+            async with self.http.get(f"{self.site.base}/hub/spawn/{self.user}", timeout=self.timeout,
+                                     allow_redirects=False) as reply:
+                page = await reply.text()
+                if reply.status in (200, 302, 303):  # the pending page, or on to the server
                     break
                 if reply.status != 429 or time.monotonic() > deadline:
-                    raise StepError(f"POST server: {reply.status} {(await reply.text())[:200]}")
-                await asyncio.sleep(float(reply.headers.get("Retry-After", "2")) + random.random())
+                    raise StepError(f"GET spawn: {reply.status} {page[:200]}")
+                self.record.waited += 1
+                refresh = re.search(r'<meta http-equiv="refresh" content="(\d+)"', page)
+                if refresh is None:
+                    raise StepError("GET spawn: 429, and the page does not try again by itself")
+                await asyncio.sleep(int(refresh.group(1)))
         while time.monotonic() < deadline:
             model = await self.request("GET", f"/hub/api/users/{self.user}")
             server = (model.get("servers") or {}).get("")
@@ -728,6 +735,7 @@ def run_class(n: int, minutes: dict[str, float], root: Path, cull_timeout: int =
         result["files removed by hand"] = site.remove_users()
         result["users"], result["uids"] = list(site.uids), list(site.uids.values())
     result["errors"] = record.errors
+    result["429 pages waited out"] = record.waited
     result["steps"] = {shape: {step: percentiles(v) for step, v in steps.items()}
                        for shape, steps in record.times.items()}
     result["load after"] = os.getloadavg()

@@ -94,8 +94,14 @@ c.JupyterHub.load_roles = [{"name": "idle-culler", "services": ["idle-culler"],
 ACTIVITY_INTERVAL = int(os.environ.get("AUTOGRAD_ACTIVITY_INTERVAL", "300"))
 c.JupyterHub.last_activity_interval = ACTIVITY_INTERVAL
 c.Spawner.environment["JUPYTERHUB_ACTIVITY_INTERVAL"] = str(ACTIVITY_INTERVAL)
-# At most this many servers start at once; a student past it is answered 429 and their page retries.
-# Measured (deploy/README.md): an arrival costs about 6 CPU-seconds here, and ten at once took 36 s at
-# p95 on 2 cores: well inside Spawner.start_timeout (120 s), with the students already working left
-# their share of the machine. Raise it in proportion to the cores.
+# At most this many servers start at once; a student past it is answered 429. Measured (deploy/README.md):
+# an arrival costs about 6 CPU-seconds here, and ten at once took 36 s at p95 on 2 cores: well inside
+# Spawner.start_timeout (120 s), with the students already working left their share of the machine.
+# Raise it in proportion to the cores.
 c.JupyterHub.concurrent_spawn_limit = int(os.environ.get("AUTOGRAD_SPAWN_LIMIT", "10"))
+# The 429 page (templates/error.html) tries again by itself after the hub's Retry-After, drawn from this
+# range. JupyterHub's default, 30-60 s, is several spawns long: with ten spawns of 8-16 s in flight a slot
+# frees every second or two, so students waited a minute beside free slots (69 of 90 arriving over 20 s,
+# spawn p95 114 s). A few seconds, spread at random so the waiting class does not retry in step.
+c.JupyterHub.spawn_throttle_retry_range = (3, 8)
+c.JupyterHub.template_paths = [str(HERE / "templates")]
