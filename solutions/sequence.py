@@ -15,9 +15,11 @@ needs attention: the k-th output digit depends on how many input digits are smal
 candidate, a count over the whole prompt.
 
 The default recipe (one pre-norm block, E = 48, 4 heads, 30 203 parameters; AdamW at 3e-3 with
-a 50-step warm-up and a cosine decay; 300 batches of 64) measured, on the 2-core machine with a
-load average of 13 to 15 from other work: 99.4 %, 99.8 % and 99.6 % of 1000 held-out lines
-exactly right for seeds 0, 1, 2, training in 51, 47 and 40 s wall time (6.9 to 7.5 s of CPU time).
+a 50-step warm-up and a cosine decay; 300 batches of 64) measured: 99.4 %, 99.8 % and 99.6 % of
+1000 held-out lines exactly right for seeds 0, 1, 2, training in 4.0 to 4.4 s of CPU time with one
+BLAS thread, on a 2-core machine whose load average was 9 to 10 from other work (chapter 7 prints
+the CPU time of its own run, about 2 s on a quieter machine). Compare CPU times: the wall time
+mostly measures what else the machine is running.
 
 Book: chapter 7 (`book/07_attention.md`) writes this model, its loss and its decoding on the
 page, trains it with `train` (the loop only) and shows its attention maps; chapter 6

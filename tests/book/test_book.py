@@ -508,6 +508,20 @@ def test_chapter_opens_with_what_you_will_build(html, name):
     assert re.search(r"\ba\d\d_\w+", box.get_text()), f"{name}: the box must name the assignment (aNN_name)"
 
 
+# A glued value's text as MyST-NB shows it: it reads the text back with `ast.literal_eval`, so a
+# glued string such as "30,203" (a number formatted before glueing) shows as the tuple (30, 203).
+TUPLE = re.compile(r"\(\s*[^()]*,[^()]*\)")
+
+
+@pytest.mark.parametrize("name", CHAPTERS)
+def test_no_glued_value_reads_as_a_tuple(html, name):
+    source = (ROOT / f"{name}.md").read_text(encoding="utf-8")
+    pasted = [" ".join(span.get_text().split()) for span in soup(html / f"{name}.html").select(".pasted-text")]
+    assert len(pasted) >= source.count("{glue:text}"), f"{name}: fewer glued values shown than the page glues"
+    tuples = [text for text in pasted if TUPLE.fullmatch(text)]
+    assert not tuples, f"{name}: glued values that read as tuples (glue the number, format it in the role): {tuples}"
+
+
 @pytest.mark.parametrize("name", CHAPTERS)
 def test_chapter_closes_with_abilities_exercises_assignment_references(html, name):
     sections = top_sections(soup(html / f"{name}.html"))
@@ -584,7 +598,9 @@ INDEXED = ["unbroadcast", "im2col", "col2im", "dilation", "transposed convolutio
            "extended graph", "logsumexp", "scatter-add", "dampening", "Function contract", "forward mode",
            "JVP", "Jacobian-vector product", "dual number", "confusion matrix", "cosine schedule",
            "global average pooling", "attention", "query, key, value", "causal mask", "multi-head attention",
-           "positional encoding", "embedding", "pre-norm block", "GELU", "teacher forcing"]
+           "positional encoding", "embedding", "pre-norm block", "GELU", "teacher forcing",
+           "scaled dot-product attention", "permutation equivariance", "decoder-only transformer",
+           "greedy decoding"]
 # Entries that only duplicate others: one term, one entry.
 NOT_INDEXED = ["fan-in and fan-out", "leaf (of a graph)", "dilate (zero insertion)", "xavier/glorot initialisation"]
 # A term that is an entry of its own, and a sub-entry of no other entry (once is enough).
