@@ -52,8 +52,9 @@ from autograder.course.nbgrader_glue import configure_feedback
 from autograder.course.safe_html import CONTROL, SanitizingHTMLExporter
 
 # What a feedback page needs of MathJax 3: the TeX+CHTML component, its fonts, the TeX extensions
-# it autoloads (\color, \cancel, ...) and the context menu with its accessibility parts.
-MATHJAX_PARTS = ("tex-chtml.js", "output/chtml/fonts/woff-v2", "input/tex/extensions", "ui", "a11y")
+# it autoloads (\color, \cancel, ...) and the context menu with its accessibility parts: speech needs
+# the speech rule engine's maps (sre/) too, without which a page with speech on shows no formula.
+MATHJAX_PARTS = ("tex-chtml.js", "output/chtml/fonts/woff-v2", "input/tex/extensions", "ui", "a11y", "sre")
 MATHJAX_INLINE = "tex-svg-full.js"  # what a page that travels alone carries (see inline_mathjax)
 _REMOTE = re.compile(r"""<(?:script|link|img|iframe)\b[^>]*\b(?:src|href)\s*=\s*["']?(?:https?:)?//""", re.I)
 # -- how much math a page typesets -------------------------------------------------------------------
