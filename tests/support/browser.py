@@ -58,6 +58,10 @@ SETTLE = """(async () => {
 # sighted keyboard user sees where it is (an outline or a shadow drawn because of :focus-visible,
 # inside the window).
 FOCUSED = """(() => {
+    const target = href => {  // where an in-page link leads: "main", "div", ... or null
+        const found = href.startsWith("#") && href.length > 1 ? document.getElementById(href.slice(1)) : null;
+        return found ? found.tagName.toLowerCase() : null;
+    };
     const el = document.activeElement;
     if (!el || el === document.body) return null;
     const style = getComputedStyle(el), box = el.getBoundingClientRect();
@@ -68,9 +72,7 @@ FOCUSED = """(() => {
             href: el.getAttribute("href"), math: !!el.closest("mjx-container"),
             visible: el.matches(":focus-visible") && !!ring && box.width > 0 && box.height > 0,
             inside: box.bottom > 0 && box.top < window.innerHeight && box.right > 0 && box.left < window.innerWidth,
-            target: (() => { const h = el.getAttribute("href") || "";
-                             const t = h.startsWith("#") && h.length > 1 ? document.getElementById(h.slice(1)) : null;
-                             return t ? t.tagName.toLowerCase() + (t.getAttribute("role") ? "[" + t.getAttribute("role") + "]" : "") : null; })()};
+            target: target(el.getAttribute("href") || "")};
 })()"""
 
 
