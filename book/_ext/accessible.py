@@ -34,7 +34,7 @@ logger = logging.getLogger(__name__)
 
 IMAGE_FILE = re.compile(r"\.(svg|png|jpe?g|gif|webp|pdf)$", re.I)
 # The sidebar's toggle as pydata-sphinx-theme writes it, after the link to its page.
-TOGGLE = re.compile(r'(<a class="reference internal" href="[^"]*">(.*?)</a><details(?: open="open")?>)<summary>')
+TOGGLE = re.compile(r'(<a class="[^"]*\breference internal\b[^"]*" href="[^"]*">(.*?)</a><details(?: open="open")?>)<summary>')
 
 
 def alt_problem(alt: str | None, uri: str) -> str | None:
@@ -63,7 +63,7 @@ def _check_alt(app, doctree, docname) -> None:
 
 def name_toggles(markup: str) -> str:
     def named(match: re.Match) -> str:
-        title = html.escape(re.sub(r"<[^>]+>", "", match.group(2)).strip(), quote=True)
+        title = html.escape(html.unescape(re.sub(r"<[^>]+>", "", match.group(2))).strip(), quote=True)
         return f'{match.group(1)}<summary aria-label="Sections of {title}">'
 
     return TOGGLE.sub(named, markup)
