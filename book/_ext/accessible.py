@@ -34,7 +34,8 @@ logger = logging.getLogger(__name__)
 
 IMAGE_FILE = re.compile(r"\.(svg|png|jpe?g|gif|webp|pdf)$", re.I)
 # The sidebar's toggle as pydata-sphinx-theme writes it, after the link to its page.
-TOGGLE = re.compile(r'(<a class="[^"]*\breference internal\b[^"]*" href="[^"]*">(.*?)</a><details(?: open="open")?>)<summary>')
+TOGGLE = re.compile(r'(<a class="[^"]*\breference internal\b[^"]*" href="[^"]*">(.*?)</a>'
+                    r'<details(?: open="open")?>)<summary>')
 
 
 def alt_problem(alt: str | None, uri: str) -> str | None:

@@ -136,7 +136,8 @@ def test_the_theme_gaps_are_mended():
     toc = ('<li class="toctree-l1 has-children"><a class="reference internal" href="05_layers.html">5. Layers '
            '&amp; losses</a><details open="open"><summary><span class="toctree-toggle" role="presentation">')
     assert '<summary aria-label="Sections of 5. Layers &amp; losses">' in accessible.name_toggles(toc)
-    current = toc.replace('class="reference internal" href="05_layers.html"', 'class="current reference internal" href="#"')
+    current = toc.replace('class="reference internal" href="05_layers.html"',
+                          'class="current reference internal" href="#"')
     assert '<summary aria-label="Sections of 5. Layers &amp; losses">' in accessible.name_toggles(current)
     entry = '<div role="list" class="citation-list">\n<div class="citation" id="id40" role="doc-biblioentry">'
     assert accessible.bibliography_roles(entry).count('role="listitem"') == 1
