@@ -36,6 +36,8 @@ def probe(disabled: Iterable[str] = ()) -> str:
     rules = ", ".join(f'"{rule}": {{enabled: false}}' for rule in disabled)
     return _source() + """
 ;(async () => {
+    // colours are judged once the page's transitions have run (the theme fades its colours in)
+    await Promise.all(document.getAnimations().map(animation => animation.finished.catch(() => null)));
     const result = await axe.run(document, {runOnly: {type: "tag", values: %s}, rules: {%s},
                                             resultTypes: ["violations"]});
     return result.violations.map(v => ({

@@ -56,17 +56,23 @@ SETTLE = """(async () => {
 
 # Runs after each Tab of `Chromium.open(tabs=n)`: the element that has the focus, and whether a
 # sighted keyboard user sees where it is (an outline or a shadow drawn because of :focus-visible,
-# inside the window).
-FOCUSED = """(() => {
+# inside the window), once the page's transitions have run.
+FOCUSED = """(async () => {
+    // the theme animates focus rings and the skip link into view: judge the end of the animation
+    await Promise.all(document.getAnimations().map(animation => animation.finished.catch(() => null)));
     const target = href => {  // where an in-page link leads: "main", "div", ... or null
         const found = href.startsWith("#") && href.length > 1 ? document.getElementById(href.slice(1)) : null;
         return found ? found.tagName.toLowerCase() : null;
     };
     const el = document.activeElement;
     if (!el || el === document.body) return null;
-    const style = getComputedStyle(el), box = el.getBoundingClientRect();
-    const ring = (style.outlineStyle !== "none" && parseFloat(style.outlineWidth) > 0)
-        || (style.boxShadow && style.boxShadow !== "none");
+    const drawn = node => {  // an outline or a shadow: the element's own, or a part's (a toggle's chevron)
+        const style = getComputedStyle(node);
+        return (style.outlineStyle !== "none" && parseFloat(style.outlineWidth) > 0)
+            || (style.boxShadow && style.boxShadow !== "none");
+    };
+    const ring = drawn(el) ? el : [...el.querySelectorAll("*")].find(drawn);
+    const box = (ring || el).getBoundingClientRect();
     const label = el.getAttribute("aria-label") || el.innerText || el.textContent || el.getAttribute("title") || "";
     return {tag: el.tagName.toLowerCase(), text: label.replace(/\\s+/g, " ").trim().slice(0, 60),
             href: el.getAttribute("href"), math: !!el.closest("mjx-container"),
