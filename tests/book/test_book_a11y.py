@@ -6,7 +6,8 @@
   image whose alt text is empty or a file name; here the built pages are checked too);
 - a keyboard-only walk of a chapter: the skip link first, the focus always in sight, no formula a
   Tab stop (MathJax's `inTabOrder: false`, _config.yml);
-- speech: with MathJax's speech turned on, every formula of a chapter gets its spoken text, offline.
+- speech: with MathJax's speech turned on, every formula of every page gets its spoken text, offline,
+  and each has its assistive MathML.
 
 What the theme alone got wrong is mended, not excused (no axe rule is turned off):
 - `summary-name`: pydata-sphinx-theme's sidebar toggle had no accessible name; accessible.py names
@@ -24,7 +25,7 @@ import pytest
 from bs4 import BeautifulSoup
 
 from support import REPO, axe
-from support.browser import Chromium, ChromiumMissing, serve
+from support.browser import SPEECH_ON, SPOKEN, Chromium, ChromiumMissing, serve
 
 sys.path.insert(0, str(REPO / "book" / "_ext"))
 import accessible  # noqa: E402
@@ -96,28 +97,17 @@ def test_a_chapter_works_with_a_keyboard(html):
     assert toggles, f"{CHAPTER}: the sidebar's named toggles are not reached: {stops}"
 
 
-SPEECH_ON = "localStorage.setItem('MathJax-Menu-Settings', JSON.stringify({explorer: true}));"
-SPOKEN = """(async () => {
-    const pause = ms => new Promise(resolve => setTimeout(resolve, ms));
-    const formulas = () => [...document.querySelectorAll("mjx-container")];
-    for (let i = 0; i < 300 && !(formulas().length && formulas().every(f => f.getAttribute("aria-label"))); i++) {
-        await pause(100);
-    }
-    return {formulas: formulas().length, spoken: formulas().filter(f => f.getAttribute("aria-label")).length,
-            mathml: formulas().filter(f => f.querySelector("mjx-assistive-mml")).length};
-})()"""
-
-
 @pytest.mark.xdist_group("book")
 @pytest.mark.slow
-def test_a_chapters_formulas_are_read_aloud_offline(html):
+def test_every_pages_formulas_are_read_aloud_offline(html):
     with chromium() as browser, serve(html) as base:
-        page = browser.open(base + CHAPTER, probe=SPOKEN, before=SPEECH_ON)
-    found = page.probe
-    assert found["formulas"] > 100 and found["spoken"] == found["formulas"], found
-    assert found["mathml"] == found["formulas"], found  # assistive MathML, for screen readers
-    assert not page.errors, page.errors
-    assert any("/_static/mathjax/sre/" in url for url in page.requests), "speech loaded no speech rules"
+        pages = {page: browser.open(base + page, probe=SPOKEN, before=SPEECH_ON) for page in book_pages(html)}
+    assert pages[CHAPTER].probe["formulas"] > 100, pages[CHAPTER].probe
+    for name, page in pages.items():
+        found = page.probe
+        assert found["spoken"] == found["formulas"] == found["mathml"] and not found["errors"], (name, found)
+        assert not page.errors, (name, page.errors)
+    assert any("/_static/mathjax/sre/" in url for url in pages[CHAPTER].requests), "speech loaded no speech rules"
 
 
 # --- the build's own check, without a build ----------------------------------------------------

@@ -82,6 +82,22 @@ FOCUSED = """(async () => {
 })()"""
 
 
+# MathJax's speech, as a reader turns it on in its menu (`Chromium.open(before=SPEECH_ON)`; the menu
+# keeps its settings in localStorage). SPOKEN then waits until every formula has its spoken text
+# (aria-label, from the a11y/ and sre/ files beside MathJax) and counts them.
+SPEECH_ON = "localStorage.setItem('MathJax-Menu-Settings', JSON.stringify({explorer: true}));"
+SPOKEN = """(async () => {
+    const pause = ms => new Promise(resolve => setTimeout(resolve, ms));
+    const formulas = () => [...document.querySelectorAll("mjx-container")];
+    for (let i = 0; i < 300 && !formulas().every(f => f.getAttribute("aria-label")); i++) {
+        await pause(100);
+    }
+    return {formulas: formulas().length, spoken: formulas().filter(f => f.getAttribute("aria-label")).length,
+            mathml: formulas().filter(f => f.querySelector("mjx-assistive-mml")).length,
+            errors: document.querySelectorAll("mjx-merror").length};
+})()"""
+
+
 class ChromiumMissing(RuntimeError):
     pass
 
