@@ -36,7 +36,7 @@ demo: install bubblewrap
 # -n auto: a worker per core the machine has (pytest-xdist counts physical cores), so a contributor's
 # 8-core laptop runs four times the workers of the 2-core machine the figures below were measured on.
 # --durations: the slowest tests, printed at the end of every run (where the suite's time goes).
-test: install chromium postgresql bubblewrap
+test: install chromium axe postgresql bubblewrap
 	$(PY) -m pytest -q -n auto --dist loadgroup --durations=30
 
 # The contributor's loop: lint, then every test not marked slow (no book build, browser, training,
@@ -55,7 +55,7 @@ lint: install
 
 # The book, readable offline at _build/html/index.html. Executed notebooks are cached in
 # _build/.jupyter_cache: a rebuild runs only the chapters whose code changed.
-.PHONY: book chromium postgresql bubblewrap
+.PHONY: book chromium axe postgresql bubblewrap
 book: install
 	$(VENV)/bin/jupyter-book build . -q
 	@echo "The book: open _build/html/index.html. For search with context, serve it:"
@@ -65,6 +65,16 @@ book: install
 # Debian machine, so install it when it is missing (needs root).
 chromium:
 	command -v chromium >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium)
+
+# axe-core, the accessibility engine the browser tests run in each page (tests/support/axe.py), at
+# the version package-lock.json pins, into node_modules/ (not in git). Only its axe.min.js is used,
+# evaluated in Chromium over the DevTools protocol: no WebDriver, no browser download, no install
+# scripts. npm comes from Debian when it is missing (needs root).
+axe: node_modules/axe-core/axe.min.js
+node_modules/axe-core/axe.min.js: package.json package-lock.json
+	command -v npm >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq npm)
+	npm ci --ignore-scripts --no-audit --no-fund
+	touch $@
 
 # bubblewrap: the sandbox that student code runs in while it is graded (autograder/judge/session.py).
 bubblewrap:
@@ -107,4 +117,4 @@ golden:
 	.venv-golden/bin/python tests/golden/make_golden.py
 
 clean:
-	rm -rf $(VENV) _build build .pytest_cache .hypothesis .mypy_cache .ruff_cache
+	rm -rf $(VENV) node_modules _build build .pytest_cache .hypothesis .mypy_cache .ruff_cache

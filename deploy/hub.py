@@ -167,12 +167,14 @@ def install_grader(venv: Path) -> None:
 def instructor_python(folder: Path) -> None:
     """What the instructors' servers import besides the hub's environment: the formgrader guard
     (in deploy/hub/instructor/python/), and copies of what it shares with the grader: the one
-    sanitizer and the feedback pages' MathJax configuration (one source, in autograder/)."""
+    sanitizer, the feedback pages' MathJax configuration and their readable colours (one source, in
+    autograder/)."""
     folder.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(REPO / "autograder" / "course" / "safe_html.py", folder / "autograd_safe_html.py")
     (folder / "autograd_formgrade").mkdir(exist_ok=True)
-    shutil.copyfile(REPO / "autograder" / "templates" / "autograder_feedback" / "mathjax.html.j2",
-                    folder / "autograd_formgrade" / "mathjax.html.j2")
+    for name in ("mathjax.html.j2", "readable.css"):
+        shutil.copyfile(REPO / "autograder" / "templates" / "autograder_feedback" / name,
+                        folder / "autograd_formgrade" / name)
 
 
 def make_exchange() -> None:

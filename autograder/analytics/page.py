@@ -52,6 +52,11 @@ pre { background: #f7f7f7; padding: 6px; margin: 0; max-width: 100%; box-sizing:
 mark { background: #ffe08a; }
 details summary { cursor: pointer; }
 nav a { margin-right: 1em; }
+/* at 200 % zoom (640 px of a laptop's window) the exercises' eight columns still fit */
+@media (max-width: 800px) { td.n, th.n { width: 4.2em; } body { padding: 8px 12px; } }
+a:focus-visible, summary:focus-visible { outline: 3px solid #1d5a8c; outline-offset: 2px; }
+.skip { position: absolute; left: -10000px; top: 0; }
+.skip:focus { left: 8px; top: 8px; background: #fff; padding: 4px 8px; }
 """
 
 
@@ -77,11 +82,16 @@ def _img(path: Path, alt: str) -> str:
     return f'<img alt="{_e(alt)}" src="data:image/png;base64,{data}">'
 
 
-def _doc(title: str, body: str) -> str:
+def _doc(title: str, body: str, top: str = "") -> str:
+    """A page: its language, its title and links (`top`) as a banner that a skip link jumps past,
+    the rest as its main landmark (a screen reader's user goes there, then from heading to
+    heading), the keyboard's focus in sight."""
     return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
             f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
             f'<meta name="viewport" content="width=device-width, initial-scale=1">'
-            f"<title>{_e(title)}</title><style>{STYLE}</style></head><body>{body}</body></html>\n")
+            f"<title>{_e(title)}</title><style>{STYLE}</style></head><body>"
+            f'<a class="skip" href="#main">Skip to the content</a><header>{top}</header>'
+            f'<main id="main" tabindex="-1">{body}</main></body></html>\n')
 
 
 def _pct(part: float, whole: float) -> str:
@@ -207,7 +217,7 @@ def _pair_page(assignment: str, sim: similarity.Similarity, pair: similarity.Pai
                   f"<pre>{_marked(ex.code[pair.left], left)}</pre></div>",
                   f"<div><h3>{_e(pair.right)} ({c.tokens[1]} tokens, {c.matched[1]} matching)</h3>"
                   f"<pre>{_marked(ex.code[pair.right], right)}</pre></div></div>"]
-    return _doc(f"{assignment}: {pair.left} and {pair.right}", "".join(parts))
+    return _doc(f"{assignment}: {pair.left} and {pair.right}", "".join(parts[2:]), "".join(parts[:2]))
 
 
 def _model_page(assignment: str, sim: similarity.Similarity, student: str, comparisons) -> str:
@@ -221,7 +231,7 @@ def _model_page(assignment: str, sim: similarity.Similarity, student: str, compa
         parts += [f"<h2>{_e(c.exercise)}: {_pct(c.similarity, 1)}</h2>", '<div class="side">',
                   f"<div><h3>{_e(student)}</h3><pre>{_marked(ex.code[student], left)}</pre></div>",
                   f"<div><h3>the model answer</h3><pre>{_marked(ref.code[similarity.MODEL], right)}</pre></div></div>"]
-    return _doc(f"{assignment}: {student} and the model answer", "".join(parts))
+    return _doc(f"{assignment}: {student} and the model answer", "".join(parts[2:]), "".join(parts[:2]))
 
 
 def _groups_html(s: ExerciseStats) -> str:
@@ -247,7 +257,7 @@ def _page(course: Course, assignment: str, rows: list[Row], stats: list[Exercise
     failed = [r for r in rows if r.status.startswith("failed")]
     late = [r for r in graded if r.seconds_late > 0]
     out = [f"<h1>{_e(assignment)}: what the class did, and what it got wrong</h1>",
-           "<nav>" + "".join(f'<a href="#{a}">{t}</a>' for a, t in
+           '<nav aria-label="Sections">' + "".join(f'<a href="#{a}">{t}</a>' for a, t in
                              [("scores", "Scores"), ("exercises", "Exercises"), ("mistakes", "What went wrong"),
                               ("similarity", "Similarity"), ("course", "The course")]) + "</nav>",
            f"<p>{len(rows)} students handed something in; {len(graded)} graded, {len(failed)} whose grading failed, "
@@ -317,7 +327,7 @@ def _page(course: Course, assignment: str, rows: list[Row], stats: list[Exercise
             f'<td class="n">{scores[student][a][0]:g}/{scores[student][a][1]:g}</td>' if a in scores[student]
             else '<td class="n"></td>' for a in assignments) + "</tr>")
     out.append("</table></details>")
-    return _doc(f"{assignment}: the class report", "".join(out))
+    return _doc(f"{assignment}: the class report", "".join(out[2:]), "".join(out[:2]))
 
 
 def write(course: Course, assignment: str, rows: list[Row], cells: list[tuple[str, str, float]],

@@ -52,8 +52,11 @@ from autograder.course.nbgrader_glue import configure_feedback
 from autograder.course.safe_html import CONTROL, SanitizingHTMLExporter
 
 # What a feedback page needs of MathJax 3: the TeX+CHTML component, its fonts, the TeX extensions
-# it autoloads (\color, \cancel, ...) and the context menu with its accessibility parts.
-MATHJAX_PARTS = ("tex-chtml.js", "output/chtml/fonts/woff-v2", "input/tex/extensions", "ui", "a11y")
+# it autoloads (\color, \cancel, ...) and the context menu with its accessibility parts: speech needs
+# the speech rule engine's maps (sre/) and the MathML input it reads (input/mml.js) too: without
+# them a page with speech on shows no formula.
+MATHJAX_PARTS = ("tex-chtml.js", "output/chtml/fonts/woff-v2", "input/tex/extensions", "ui", "a11y", "sre",
+                 "input/mml.js")
 MATHJAX_INLINE = "tex-svg-full.js"  # what a page that travels alone carries (see inline_mathjax)
 _REMOTE = re.compile(r"""<(?:script|link|img|iframe)\b[^>]*\b(?:src|href)\s*=\s*["']?(?:https?:)?//""", re.I)
 # -- how much math a page typesets -------------------------------------------------------------------
@@ -266,16 +269,23 @@ def course_mathjax(course: Course) -> Path:
     source = mathjax_dir()
     staging = copy.with_name(f".{version}.incoming")
     shutil.rmtree(staging, ignore_errors=True)
-    for part in MATHJAX_PARTS:
-        if (source / part).is_dir():
-            shutil.copytree(source / part, staging / part, symlinks=False)
-        else:
-            (staging / part).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(source / part, staging / part)
+    copy_mathjax(source, staging)
     (staging / ".complete").write_text(version)
     shutil.rmtree(copy, ignore_errors=True)
     os.replace(staging, copy)
     return copy
+
+
+def copy_mathjax(source: Path, target: Path, link: bool = False) -> None:
+    """The MATHJAX_PARTS of the MathJax folder ``source`` into ``target``: copied (links in the
+    source followed), or ``link``: hard-linked where the file system allows (links kept as links)."""
+    copy = _link_or_copy if link else shutil.copyfile
+    for part in MATHJAX_PARTS:
+        if (source / part).is_dir():
+            shutil.copytree(source / part, target / part, symlinks=link, copy_function=copy)
+        else:
+            (target / part).parent.mkdir(parents=True, exist_ok=True)
+            copy(str(source / part), str(target / part))
 
 
 def _link_or_copy(src: str, dst: str) -> None:
@@ -290,12 +300,7 @@ def install_mathjax(course: Course, folder: Path) -> None:
     source = course_mathjax(course)
     target = folder / "mathjax"
     shutil.rmtree(target, ignore_errors=True)
-    for part in MATHJAX_PARTS:
-        if (source / part).is_dir():
-            shutil.copytree(source / part, target / part, symlinks=True, copy_function=_link_or_copy)
-        else:
-            (target / part).parent.mkdir(parents=True, exist_ok=True)
-            _link_or_copy(str(source / part), str(target / part))
+    copy_mathjax(source, target, link=True)
 
 
 @dataclass

@@ -5,7 +5,7 @@ built pages are also held to the edition's shape: every chapter opens with "What
 and closes with abilities, exercises with folded answers, its assignment and its references; the
 general index lists the terms a reader looks up; search shows context when the book is served.
 
-The build is a session fixture and every test here is in one xdist group, so under `make test`
+The build is a session fixture (conftest.py) and every test here is in one xdist group, so under `make test`
 (`pytest -n 2 --dist loadgroup`) the book is built once, by one worker, and the browser opens each
 page once. The build goes to a fresh temporary folder, not _build/html: every page is read again
 and reports its warnings again (an incremental build is silent about the pages it skips), nothing
@@ -18,11 +18,9 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 import re
 import shutil
 import subprocess
-import sys
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import quote, unquote, urljoin, urlsplit
@@ -36,7 +34,6 @@ from support.browser import Chromium, ChromiumMissing, Page, serve
 
 ROOT = REPO
 SCREENSHOTS = ROOT / "_build" / "screenshots"
-JUPYTER_BOOK = Path(sys.executable).with_name("jupyter-book")
 
 # nbgrader's markers: none of them, nor what they enclose, may reach a reader.
 MARKERS = ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS", "### BEGIN", "### END")
@@ -245,34 +242,6 @@ def is_remote(url: str) -> bool:
 
 
 # --- the build -------------------------------------------------------------------------------
-
-@pytest.fixture(scope="session")
-def output() -> Path:
-    """A fresh build folder of the test's own, beside (not inside) `make book`'s _build/html.
-    Not pytest's tmp dir: a concurrent pytest session prunes old tmp dirs, and a cold build is slow."""
-    # BOOK_TEST_OUT lets two contributors (or helpers) run this file at once without sharing a folder.
-    out = Path(os.environ.get("BOOK_TEST_OUT", ROOT / "_build" / "test-book"))
-    shutil.rmtree(out, ignore_errors=True)
-    out.mkdir(parents=True)
-    return out
-
-
-@pytest.fixture(scope="session")
-def build(output) -> subprocess.CompletedProcess:
-    """Build the book as `make book` does, but with every warning (-W) and every unresolved
-    reference (-n) an error. The cwd is the repository root, where the execution cache lives."""
-    return subprocess.run([JUPYTER_BOOK, "build", ROOT, "--path-output", output, "-W", "-n", "--keep-going"],
-                          cwd=ROOT, capture_output=True, text=True)
-
-
-@pytest.fixture(scope="session")
-def html(build, output) -> Path:
-    """The built HTML. With --keep-going it is written even when a warning fails the build."""
-    html = output / "_build" / "html"
-    if not (html / "index.html").is_file():
-        pytest.fail("the build wrote no index.html: see test_book_builds_without_warnings", pytrace=False)
-    return html
-
 
 def build_log(build: subprocess.CompletedProcess) -> str:
     stdout = "\n".join(build.stdout.splitlines()[-30:])

@@ -29,6 +29,7 @@ from nbconvert.exporters import HTMLExporter
 
 from autograder.course import notebook
 
+from support import axe
 from support.browser import Chromium, serve
 from support.course import (
     ASSIGNMENT,
@@ -155,6 +156,11 @@ def test_the_formgrader_runs_no_student_script(tmp_path, monkeypatch):
             assert page.probe["typeset"] > 0, page.probe  # MathJax 3 from the server itself
             assert "javascript:" not in page.dom
             assert not [r for r in page.requests if not r.startswith((base, "data:", "about:"))], page.requests
+            # and every reader can use it (issue 40): axe-core, light and dark
+            for scheme in ("light", "dark"):
+                found = chromium.open(url, color_scheme=scheme, probe=axe.probe()).probe
+                assert not axe.serious(found), axe.describe(f"the formgrader's submission page ({scheme})",
+                                                            axe.serious(found))
             # JupyterLab itself, under the same policy: its shell comes up
             lab = chromium.open(f"{base}/lab?token={token}", probe=LAB_SHELL)
             assert lab.probe is True, lab.errors[:5]

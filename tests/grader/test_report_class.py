@@ -15,18 +15,16 @@ import csv
 import dataclasses
 import json
 import random
-import shutil
 
 import pytest
 
-from autograder.course import Course
 from autograder.mutants import load_mutants
 
 from support.classes import (
-    REPO,
     alternatives_by_exercise,
     judged,
     record_class,
+    released_course,
     source_notebooks,
     unanswered,
     with_variant,
@@ -81,12 +79,7 @@ def synthetic_class(seed: int = 0) -> tuple[dict[str, dict], frozenset[str]]:
 
 @pytest.fixture(scope="module")
 def graded_class(tmp_path_factory):
-    root = tmp_path_factory.mktemp("class") / "course"
-    root.mkdir()
-    shutil.copy(REPO / "assignments" / "nbgrader_config.py", root)
-    shutil.copytree(REPO / "assignments" / "source" / A, root / "source" / A)
-    course = Course.open(root)
-    assert autograder(course, "release", A, "--due", "2026-11-20 10:00") == 0
+    course = released_course(tmp_path_factory.mktemp("class") / "course", A)
     students, late = synthetic_class()
     record_class(course, A, students, late)
     return course, students, late

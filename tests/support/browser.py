@@ -54,6 +54,50 @@ SETTLE = """(async () => {
 })()"""
 
 
+# Runs after each Tab of `Chromium.open(tabs=n)`: the element that has the focus, and whether a
+# sighted keyboard user sees where it is (an outline or a shadow drawn because of :focus-visible,
+# inside the window), once the page's transitions have run.
+FOCUSED = """(async () => {
+    // the theme animates focus rings and the skip link into view: judge the end of the animation
+    await Promise.all(document.getAnimations().map(animation => animation.finished.catch(() => null)));
+    const target = href => {  // where an in-page link leads: "main", "div", ... or null
+        const found = href.startsWith("#") && href.length > 1 ? document.getElementById(href.slice(1)) : null;
+        return found ? found.tagName.toLowerCase() : null;
+    };
+    const el = document.activeElement;
+    if (!el || el === document.body) return null;
+    const drawn = node => {  // an outline or a shadow: the element's own, or a part's (a toggle's chevron)
+        const style = getComputedStyle(node);
+        return (style.outlineStyle !== "none" && parseFloat(style.outlineWidth) > 0)
+            || (style.boxShadow && style.boxShadow !== "none");
+    };
+    const ring = drawn(el) ? el : [...el.querySelectorAll("*")].find(drawn);
+    const box = (ring || el).getBoundingClientRect();
+    const label = el.getAttribute("aria-label") || el.innerText || el.textContent || el.getAttribute("title") || "";
+    return {tag: el.tagName.toLowerCase(), text: label.replace(/\\s+/g, " ").trim().slice(0, 60),
+            href: el.getAttribute("href"), math: !!el.closest("mjx-container"),
+            visible: el.matches(":focus-visible") && !!ring && box.width > 0 && box.height > 0,
+            inside: box.bottom > 0 && box.top < window.innerHeight && box.right > 0 && box.left < window.innerWidth,
+            target: target(el.getAttribute("href") || "")};
+})()"""
+
+
+# MathJax's speech, as a reader turns it on in its menu (`Chromium.open(before=SPEECH_ON)`; the menu
+# keeps its settings in localStorage). SPOKEN then waits until every formula has its spoken text
+# (aria-label, from the a11y/ and sre/ files beside MathJax) and counts them.
+SPEECH_ON = "localStorage.setItem('MathJax-Menu-Settings', JSON.stringify({explorer: true}));"
+SPOKEN = """(async () => {
+    const pause = ms => new Promise(resolve => setTimeout(resolve, ms));
+    const formulas = () => [...document.querySelectorAll("mjx-container")];
+    for (let i = 0; i < 300 && !formulas().every(f => f.getAttribute("aria-label")); i++) {
+        await pause(100);
+    }
+    return {formulas: formulas().length, spoken: formulas().filter(f => f.getAttribute("aria-label")).length,
+            mathml: formulas().filter(f => f.querySelector("mjx-assistive-mml")).length,
+            errors: document.querySelectorAll("mjx-merror").length};
+})()"""
+
+
 class ChromiumMissing(RuntimeError):
     pass
 
@@ -68,6 +112,7 @@ class Page:
     errors: list[str]  # console errors, uncaught exceptions, failed loads
     requests: list[str]  # every URL the page asked for
     probe: object = None  # what the `probe` expression given to `open` evaluated to in the page
+    focus: list = None  # with `tabs=n`: what had the focus after each of n presses of Tab (FOCUSED)
 
 
 class Chromium:
@@ -125,7 +170,11 @@ class Chromium:
         self._log.close()
         self._profile.cleanup()
 
-    def open(self, url: str, screenshot: Path | None = None, width: int = 1280, probe: str | None = None) -> Page:
+    def open(self, url: str, screenshot: Path | None = None, width: int = 1280, probe: str | None = None,
+             color_scheme: str | None = None, tabs: int = 0, before: str | None = None) -> Page:
+        """Load `url` in a fresh tab `width` px wide and report on it. `color_scheme` ("light",
+        "dark") is the reader's `prefers-color-scheme`; `before` runs in the page before its own
+        scripts (a setting the reader saved, say); `tabs` presses Tab that many times after `probe`."""
         target = self._call("Target.createTarget", url="about:blank")["targetId"]
         session = self._call("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
         try:
@@ -135,6 +184,11 @@ class Chromium:
             # A tab in a 1280x2000 window shows a little less than that; pin the viewport.
             self._call("Emulation.setDeviceMetricsOverride", session=session,
                        width=width, height=2000, deviceScaleFactor=1, mobile=width < 600)
+            if color_scheme is not None:
+                self._call("Emulation.setEmulatedMedia", session=session,
+                           features=[{"name": "prefers-color-scheme", "value": color_scheme}])
+            if before is not None:
+                self._call("Page.addScriptToEvaluateOnNewDocument", session=session, source=before)
             self._events.clear()
             navigation = self._call("Page.navigate", session=session, url=url)
             if "errorText" in navigation:
@@ -147,12 +201,19 @@ class Chromium:
             images = self._evaluate(SETTLE, session)
             dom = self._evaluate("document.documentElement.outerHTML", session)
             probed = self._evaluate(probe, session) if probe else None
+            focus = []
+            for _ in range(tabs):
+                for kind in ("keyDown", "keyUp"):
+                    self._call("Input.dispatchKeyEvent", session=session, type=kind, key="Tab", code="Tab",
+                               windowsVirtualKeyCode=9, nativeVirtualKeyCode=9)
+                focus.append(self._evaluate(FOCUSED, session))
             if screenshot is not None:
                 png = self._call("Page.captureScreenshot", session=session, format="png")["data"]
                 screenshot.parent.mkdir(parents=True, exist_ok=True)
                 screenshot.write_bytes(base64.b64decode(png))
             events = [event for event in self._events if event.get("sessionId") == session]
-            return Page(url, dom, [tuple(image) for image in images], _errors(events), _requests(events), probed)
+            return Page(url, dom, [tuple(image) for image in images], _errors(events), _requests(events), probed,
+                        focus)
         finally:
             self._call("Target.closeTarget", targetId=target)
 

@@ -15,6 +15,7 @@ import copy
 import functools
 import json
 import re
+import shutil
 
 import nbformat
 
@@ -152,6 +153,18 @@ def alternatives_by_exercise(assignment: str) -> dict[str, list[Mutant]]:
     for alt in load_alternatives(assignment):
         out.setdefault(alt.exercise, []).append(alt)
     return out
+
+
+def released_course(root, assignment: str, due: str = "2026-11-20 10:00") -> Course:
+    """A course at ``root`` (made) with the repository's ``assignment`` released, due at ``due``."""
+    from support.course import autograder
+
+    root.mkdir()
+    shutil.copy(REPO / "assignments" / "nbgrader_config.py", root)
+    shutil.copytree(SOURCE / assignment, root / "source" / assignment)
+    course = Course.open(root)
+    assert autograder(course, "release", assignment, "--due", due) == 0
+    return course
 
 
 def record_class(course: Course, assignment: str, students: dict[str, dict],

@@ -19,6 +19,12 @@ course's ``nbgrader_config.py`` that their commands run. So, as a Jupyter server
   hashes, no inline handler or ``javascript:`` address of anyone else's, nothing loaded from
   another origin, no plugin, no ``<base>``, no form sent elsewhere, no framing by another site.
   A page served as a file (``/files/``) gets no nonce at all.
+
+The submission page is also mended for every reader (WCAG 2.1 AA, issue 40; axe-core checks it in
+tests/deploy/test_formgrader_guard.py): a language, a label on each score box and comment, a
+breadcrumb that is a list rather than lists nested in lists, underlined links and text colours of
+4.5:1 at least (:func:`accessible`, on nbgrader 0.9's formgrade markup; the colours are the
+feedback page's, ``autograder/templates/autograder_feedback/readable.css``).
 """
 from __future__ import annotations
 
@@ -88,18 +94,52 @@ class GuardPages(OutputTransform):
         return status_code, headers, chunk
 
 
+HERE = Path(__file__).resolve().parent
+LABELS = {"input.score": "Score of {}", "input.extra-credit": "Extra credit of {}", "textarea.comment": "Comment on {}"}
+
+
+def _readable_css() -> str:
+    installed = HERE / "autograd_formgrade" / "readable.css"  # deploy/hub.py install puts it there
+    if not installed.is_file():  # from the repository
+        installed = HERE.parents[3] / "autograder" / "templates" / "autograder_feedback" / "readable.css"
+    return installed.read_text()
+
+
+def accessible(page: str) -> str:
+    """nbgrader's formgrade page with a language, labelled fields, one list for its breadcrumb and
+    readable links and code (the feedback page's colours, ``readable.css``). Parsed as nbconvert's
+    own last pass parses it (BeautifulSoup)."""
+    from bs4 import BeautifulSoup
+
+    soup = BeautifulSoup(page, "html.parser")
+    if soup.html is None or soup.head is None:
+        return page
+    soup.html["lang"] = "en"
+    style = soup.new_tag("style")
+    style.string = _readable_css()
+    soup.head.append(style)
+    for outer in soup.select("ul.nav.text-center"):  # lists nested in lists around the breadcrumb
+        outer.name = "div"
+    for selector, label in LABELS.items():
+        for field in soup.select(selector):
+            name = str(field.get("id", "")).removesuffix("_extra_credit").removesuffix("-comment")
+            field["aria-label"] = label.format(name)
+    return str(soup)
+
+
 class GuardedExporter(SanitizingHTMLExporter):
-    """The formgrader's exporter with every piece of the student's HTML sanitized, names escaped."""
+    """The formgrader's exporter with every piece of the student's HTML sanitized, names escaped,
+    the page made accessible."""
 
     def from_filename(self, filename, resources=None, **kw):
         resources = dict(resources or {})
         for key in ("first_name", "last_name", "student"):
             if isinstance(resources.get(key), str):
                 resources[key] = html.escape(resources[key])
-        return super().from_filename(filename, resources=resources, **kw)
+        page, resources = super().from_filename(filename, resources=resources, **kw)
+        return accessible(page), resources
 
 
-HERE = Path(__file__).resolve().parent
 
 
 def mathjax_folder() -> Path:
