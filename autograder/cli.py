@@ -165,8 +165,58 @@ def cmd_report(course: Course, args) -> int:
         print(path)
     for note in notes:
         print(note)
+    _print_late_days(course)
     print(f"the instructor's page (statistics, what went wrong, code similarity; opens offline): {paths[0].as_uri()}")
     return 0
+
+
+def cmd_extend(course: Course, args) -> int:
+    from autograder.commands.extend import extend, rows
+    from autograder.course.term import Term
+
+    settled = extend(course, args.student, args.assignment, args.until, args.by, args.remove)
+    what = f"on {args.assignment}" if args.assignment else "on every assignment (standing)"
+    print(f"{args.student}: extension {what} " + ("removed" if args.remove else "recorded")
+          + "; late penalties re-applied from the stored scores (nothing judged again)")
+    if settled:
+        print(format_table(["assignment", "due (UTC)", "their due date", "late days", "late", "penalty", "note"],
+                           rows(course, settled, Term.load(course).budget)))
+    else:
+        print(f"{args.student} has no graded submission yet: the extension applies when they are graded")
+    return 0
+
+
+def cmd_late_days(course: Course, args) -> int:
+    from autograder.commands.extend import late_days
+    from autograder.course.term import Term
+
+    late_days(course, args.budget, args.student, args.assignment, args.spend)
+    if Term.load(course).budget is None:
+        print("no late days in this course (autograder late-days --budget N to give some)")
+    _print_late_days(course)
+    return 0
+
+
+def _print_late_days(course: Course) -> None:
+    """Each student's late days used and left, when the course has them."""
+    from autograder.course.term import Term, standings
+
+    term = Term.load(course)
+    if term.budget is not None:
+        with course.gradebook() as gb:
+            everyone = standings(gb, term)
+        print(f"late days ({term.budget} per student, whole course):")
+        print(late_days_table(everyone, term.budget))
+
+
+def late_days_table(everyone, budget: int) -> str:
+    table = []
+    for student, settled in sorted(everyone.items()):
+        used = sum(s.late_days for s in settled)
+        spent = ", ".join(f"{s.assignment} {s.late_days}" for s in settled if s.late_days)
+        table.append([student, used, budget - used, spent, "; ".join(f"{s.assignment}: {s.short}" for s in settled
+                                                                     if s.short)])
+    return format_table(["student", "used", "left", "spent on", "not covered"], table)
 
 
 def cmd_students(course: Course, args) -> int:
@@ -303,6 +353,24 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("--canvas-assignment-id", metavar="ID",
                      help="Canvas's id of the assignment (its URL's last number): the column then updates "
                           "that assignment instead of matching it by name")
+
+    sub = add("extend", cmd_extend, "give a student more time: on one assignment (--until DATE or --by 2d), or on "
+              "every assignment without naming one (--by 3d, or --by 50%% of each assignment's time)")
+    sub.add_argument("student")
+    sub.add_argument("assignment", nargs="?", help="default: a standing accommodation on every assignment")
+    sub.add_argument("--until", metavar="DATE", help="the student's own due date, with its zone: "
+                                                     "'2026-12-03 17:00 Europe/Paris'")
+    sub.add_argument("--by", metavar="LENGTH", help="2d, 36h, 90m, 1d12h, or 50%% of the assignment's time "
+                                                    "(release to due date)")
+    sub.add_argument("--remove", action="store_true", help="take the extension (or standing one) back")
+
+    sub = add("late-days", cmd_late_days, "the course's late days: a budget per student, spent on late "
+              "submissions in due-date order; shows each student's days used and left")
+    sub.add_argument("student", nargs="?")
+    sub.add_argument("assignment", nargs="?")
+    sub.add_argument("--budget", metavar="N", help="late days per student for the whole course ('none': no late days)")
+    sub.add_argument("--spend", metavar="N", help="the days STUDENT spends on ASSIGNMENT, instead of the rule's "
+                                                  "('auto': the rule's again)")
 
     sub = add("students", cmd_students, "the roster: LMS ids to course ids, into nbgrader's student table")
     sub.add_argument("action", choices=["import", "list"])
