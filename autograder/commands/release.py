@@ -239,6 +239,8 @@ def show_due(folder: Path, duedate: datetime) -> None:
         nb = notebook.read(path)
         nb.cells = [c for c in nb.cells if DUE_CELL not in c.get("metadata", {}).get("tags", [])]
         cell = new_markdown_cell(text, metadata={"tags": [DUE_CELL]})
+        if nb.nbformat_minor < 5:  # cell ids came with nbformat 4.5
+            del cell["id"]
         nb.cells.insert(0, cell)
         notebook.write(nb, path)
 
