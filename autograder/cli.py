@@ -108,13 +108,24 @@ def cmd_grade(course: Course, args) -> int:
     limits = Limits(cell_timeout=args.cell_timeout, notebook_timeout=args.notebook_timeout,
                     memory_mb=args.memory_mb or None)
     students = [s.strip() for s in args.students.split(",") if s.strip()] if args.students else None
+    if args.exercise is not None and not args.regrade:
+        raise CourseError("--exercise names what a --regrade was for: add --regrade")
+    if args.regrade:
+        from autograder.commands import regrade
+        regrade.require_exercise(course, args.assignment, args.exercise)
+        before = regrade.snapshot(course, args.assignment)
+        if not before:
+            raise CourseError(f"nobody graded on {args.assignment} yet: nothing to regrade")
+        students = sorted(set(before) & set(students or before))
+        kept = regrade.keep(course, args.assignment, before)
     try:
         access = None
         if args.scheduler:
             from autograder.grading.executors import ClusterAccess
             access = ClusterAccess(args.tls_ca_file, args.tls_cert, args.tls_key, args.single_user_machine)
         outcomes = grade(course, course.require_assignment(args.assignment), students, jobs=args.jobs,
-                         limits=limits, force=args.force, unsafe=args.unsafe, scheduler=args.scheduler, access=access)
+                         limits=limits, force=args.force or args.regrade, unsafe=args.unsafe,
+                         scheduler=args.scheduler, access=access)
     except KeyboardInterrupt:
         print(f"\ninterrupted: the students recorded so far are kept; rerun "
               f"`autograder grade {args.assignment}` to grade the rest", file=sys.stderr)
@@ -128,13 +139,39 @@ def cmd_grade(course: Course, args) -> int:
     failed = [o for o in outcomes if o.status == "failed"]
     counts = {s: sum(o.status == s for o in outcomes) for s in ("graded", "already graded", "failed")}
     print(", ".join(f"{n} {s}" for s, n in counts.items()))
+    if args.regrade:
+        _print_regrade(course, args, before, kept)
     return 1 if failed else 0
+
+
+def _print_regrade(course: Course, args, before, kept) -> None:
+    from autograder.commands import regrade
+
+    changes = regrade.compare(before, regrade.snapshot(course, args.assignment), args.exercise)
+    path = regrade.write(course, args.assignment, changes)
+    what = f" on {args.exercise}" if args.exercise else ""
+    print(f"\nregrade{what}: {len(changes.rows)} result(s) changed for {len(changes.changed)} student(s) "
+          f"(the table: {path}; the scores before: {kept})")
+    if changes.rows:
+        print(format_table(["student", "exercise", "old", "new", "old message", "new message"],
+                           [[printable(c) for c in row] for row in changes.rows]))
+    if changes.elsewhere:
+        print(f"and {changes.elsewhere} change(s) on other exercises than {args.exercise}: rerun without "
+              "--exercise to see them")
+    if changes.manual:
+        print("scores set by hand in the formgrader, kept (not overwritten):")
+        print(format_table(["student", "exercise", "score kept", "the judge now says"],
+                           [[printable(c) for c in row] for row in changes.manual]))
+    if changes.changed:
+        print(f"feedback for them only: autograder feedback {args.assignment} --students {','.join(changes.changed)}"
+              " [--exchange]")
 
 
 def cmd_feedback(course: Course, args) -> int:
     from autograder.commands.feedback import feedback
 
-    report = feedback(course, course.require_assignment(args.assignment), args.exchange)
+    students = [s.strip() for s in args.students.split(",") if s.strip()] if args.students else None
+    report = feedback(course, course.require_assignment(args.assignment), args.exchange, students)
     for path in report.pages:
         print(path)
     print(f"{len(report.pages)} feedback file(s) for {args.assignment} (hidden tests removed, student HTML "
@@ -324,6 +361,11 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("--memory-mb", type=int, default=4096,
                      help="address-space limit of each sandbox, 0 for the default (default: %(default)s)")
     sub.add_argument("--force", action="store_true", help="regrade students that are already graded")
+    sub.add_argument("--regrade", action="store_true",
+                     help="after a fix to a check or to points: judge every graded student again, keep the old "
+                          "scores, and write who gained and who lost (reports/<assignment>/regrade.csv)")
+    sub.add_argument("--exercise", metavar="ID", help="with --regrade: the exercise the fix was for (the table "
+                                                      "shows it alone)")
     sub.add_argument("--unsafe", action="store_true",
                      help="grade even where no sandbox can be made: student code then runs as you "
                           "(never for real students)")
@@ -342,6 +384,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("--exchange", nargs="?", const="", metavar="DIR",
                      help="also release the pages (MathJax inside them) to nbgrader's exchange, for the "
                           "students' Fetch Feedback (DIR, or the course's c.Exchange.root)")
+    sub.add_argument("--students", help="comma-separated student ids (default: every student graded), "
+                                        "e.g. those a --regrade changed")
 
     sub = add("report", cmd_report, "the instructor's page (statistics, what the class got wrong, code "
               "similarity), grades CSV, data and plots into reports/<assignment>/")

@@ -49,6 +49,7 @@ from sqlalchemy.orm import joinedload, scoped_session, sessionmaker, undefer
 from traitlets.config import Config
 
 from autograder.course import notebook
+from autograder.course.spans import span_text
 
 TEMPLATES = Path(__file__).resolve().parents[1] / "templates"
 NBGRADER_TEMPLATES = Path(nbgrader.__file__).resolve().parent / "server_extensions" / "formgrader" / "templates"
@@ -280,8 +281,6 @@ class GetGradesByExercise(GetGrades):
 
 def _late_text(submission) -> str:
     """How late the student handed in, measured from their own due date ("" when on time)."""
-    from autograder.course.term import span_text
-
     if not submission.total_seconds_late:
         return ""
     own = " (yours, with your extension)" if submission.extension else ""

@@ -18,14 +18,17 @@ from autograder.course.term import Term, parse_span, parse_zoned
 
 from support.course import (
     ASSIGNMENT,
+    FIXTURE,
     NOTEBOOK,
     SOLUTIONS,
     autograder,
     make_course,
+    scores,
     source_notebook,
     submit,
     table,
     use_toy_catalogue,
+    with_solution,
 )
 
 pytestmark = [pytest.mark.xdist_group("autograder"), pytest.mark.slow]
@@ -215,3 +218,46 @@ def test_the_rules_as_written():
                 opens={"a": "2026-11-01T12:00:00"})
     assert term.base_extension("ann", "a", datetime(2026, 11, 11, 12)) == 5 * 86400
     assert term.base_extension("ann", "b", datetime(2026, 11, 11, 12)) == 0   # released before opens were kept
+
+
+def test_a_regrade_after_a_fix_says_who_gained_and_lost_and_keeps_scores_set_by_hand(course, tmp_path, monkeypatch,
+                                                                                       capsys):
+    # the term started with a broken check: it wanted x - y
+    checks = tmp_path / "exercises"
+    shutil.copytree(FIXTURE / "exercises", checks)
+    check = checks / "a00_toy.py"
+    right = "if not np.allclose(out, x + y):"
+    check.write_text(check.read_text().replace(right, "if not np.allclose(out, x - y):"))
+    monkeypatch.setenv("AUTOGRADER_EXERCISES", str(checks))
+    release(course, ASSIGNMENT, DUE)
+    difference = with_solution("a00-add", "def add(x, y):\n    return np.asarray(x) - np.asarray(y)\n")
+    for student, nb in (("ann", difference), ("ben", source_notebook()), ("cai", difference)):
+        submit(course, student, nb, ON_TIME)
+    assert autograder(course, "grade", ASSIGNMENT, "--jobs", "2") == 0
+    with course.gradebook() as gb:   # the instructor read cai's answer and gave full marks by hand
+        gb.find_grade("a00-add-hidden", NOTEBOOK, ASSIGNMENT, "cai").manual_score = 2
+        gb.db.commit()
+
+    assert autograder(course, "grade", ASSIGNMENT, "--regrade", "--exercise", "a00-nope") == 2
+    assert "no exercise 'a00-nope' in a00_toy" in capsys.readouterr().err
+    check.write_text(check.read_text().replace("if not np.allclose(out, x - y):", right))   # the fix
+    capsys.readouterr()
+    assert autograder(course, "grade", ASSIGNMENT, "--regrade", "--exercise", "a00-add", "--jobs", "2") == 0
+    out = capsys.readouterr().out
+    assert "regrade on a00-add: 2 result(s) changed for 2 student(s)" in out
+    changes = read_csv(course.reports_dir(ASSIGNMENT) / "regrade.csv")
+    assert (changes["ann"]["old"], changes["ann"]["new"]) == ("3", "0")
+    assert (changes["ben"]["old"], changes["ben"]["new"]) == ("0", "3")
+    assert changes["ann"]["old message"] == "" and "wrong values" in changes["ann"]["new message"]
+    assert "wrong values" in changes["ben"]["old message"] and changes["ben"]["new message"] == ""
+    assert table(out)["cai"][:2] == ["a00-add", "2"]   # kept (2 by hand + 0 on the visible test), and listed
+    assert scores(course, "cai")["a00-add-hidden"] == 0                      # what the judge now says...
+    with course.gradebook() as gb:                                           # ...under the instructor's mark
+        assert gb.find_grade("a00-add-hidden", NOTEBOOK, ASSIGNMENT, "cai").score == 2
+    kept = sorted((course.state_dir / "regrades").glob(f"{ASSIGNMENT}-*.json"))
+    assert json.loads(kept[-1].read_text())["ben"]["a00-add"]["score"] == 0
+    assert f"autograder feedback {ASSIGNMENT} --students ann,ben" in out
+
+    # the feedback of those two, and nobody else's
+    assert autograder(course, "feedback", ASSIGNMENT, "--students", "ann,ben") == 0
+    assert [s for s in ("ann", "ben", "cai") if course.feedback_dir(s, ASSIGNMENT).is_dir()] == ["ann", "ben"]
