@@ -41,10 +41,7 @@ SECOND = "a01_toy"  # a copy of the toy assignment, due a week later
 @pytest.fixture
 def course(tmp_path, monkeypatch):
     use_toy_catalogue(monkeypatch)
-    course = make_course(tmp_path / "course")
-    with (course.root / "nbgrader_config.py").open("a") as config:
-        config.write("\nc.LateSubmissionPlugin.penalty_method = 'zero'\n")
-    return course
+    return make_course(tmp_path / "course", penalty="zero")
 
 
 def release(course, assignment: str, due: str) -> None:
