@@ -220,6 +220,12 @@ def cmd_extend(course: Course, args) -> int:
                            rows(course, settled, Term.load(course).budget)))
     else:
         print(f"{args.student} has no graded submission yet: the extension applies when they are graded")
+    if args.assignment is None and args.by and args.by.strip().endswith("%"):
+        unknown = [a for a in course.assignments() if a not in Term.load(course).opens]
+        if unknown:
+            print(f"no release time kept for {', '.join(unknown)} (not released yet, or before release times were "
+                  f"kept): {args.by} gives nothing there; give a length for those "
+                  f"(autograder extend {args.student} ASSIGNMENT --by 2d)")
     return 0
 
 
