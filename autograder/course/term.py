@@ -179,7 +179,7 @@ def _outcome(term: Term, student: str, submissions: list[SubmittedAssignment]) -
         base = term.base_extension(student, name, due)
         standing = Standing(student, name, base)
         late = 0.0 if sub.timestamp is None else (sub.timestamp - (due + timedelta(seconds=base))).total_seconds()
-        pinned = term.spend.get(student, {}).get(name)
+        pinned = term.spend.get(student, {}).get(name) if left is not None else None  # no budget: no late days
         if pinned is not None:
             standing.late_days = pinned
         elif late > 0 and left is not None:

@@ -258,3 +258,24 @@ def test_a_regrade_after_a_fix_says_who_gained_and_lost_and_keeps_scores_set_by_
     # the feedback of those two, and nobody else's
     assert autograder(course, "feedback", ASSIGNMENT, "--students", "ann,ben") == 0
     assert [s for s in ("ann", "ben", "cai") if course.feedback_dir(s, ASSIGNMENT).is_dir()] == ["ann", "ben"]
+
+
+def test_late_days_follow_the_due_dates_not_the_order_of_grading():
+    from datetime import datetime
+    from types import SimpleNamespace
+
+    from autograder.course.term import _outcome
+
+    def sub(name, due_day, late_hours):
+        due = datetime(2026, 11, due_day, 12)
+        return SimpleNamespace(assignment=SimpleNamespace(name=name, duedate=due),
+                               timestamp=due + timedelta(hours=late_hours))
+
+    handed_in = [sub("a03", 20, 30), sub("a01", 6, 10), sub("a02", 13, 0)]  # as the gradebook lists them
+    spent = {s.assignment: (s.late_days, s.short) for s in _outcome(Term(budget=2), "ann", handed_in)}
+    assert spent == {"a01": (1, ""), "a02": (0, ""),
+                     "a03": (0, "2 late day(s) needed, 1 left: the late penalty applies")}
+    pinned = Term(budget=3, spend={"ann": {"a01": 0}})
+    assert [s.late_days for s in _outcome(pinned, "ann", handed_in)] == [0, 0, 2]
+    pinned.budget = None  # late days taken away from the course: a pin spends nothing either
+    assert [s.extension for s in _outcome(pinned, "ann", handed_in)] == [0, 0, 0]
