@@ -108,13 +108,24 @@ def cmd_grade(course: Course, args) -> int:
     limits = Limits(cell_timeout=args.cell_timeout, notebook_timeout=args.notebook_timeout,
                     memory_mb=args.memory_mb or None)
     students = [s.strip() for s in args.students.split(",") if s.strip()] if args.students else None
+    if args.exercise is not None and not args.regrade:
+        raise CourseError("--exercise names what a --regrade was for: add --regrade")
+    if args.regrade:
+        from autograder.commands import regrade
+        regrade.require_exercise(course, args.assignment, args.exercise)
+        before = regrade.snapshot(course, args.assignment)
+        if not before:
+            raise CourseError(f"nobody graded on {args.assignment} yet: nothing to regrade")
+        students = sorted(set(before) & set(students or before))
+        kept = regrade.keep(course, args.assignment, before)
     try:
         access = None
         if args.scheduler:
             from autograder.grading.executors import ClusterAccess
             access = ClusterAccess(args.tls_ca_file, args.tls_cert, args.tls_key, args.single_user_machine)
         outcomes = grade(course, course.require_assignment(args.assignment), students, jobs=args.jobs,
-                         limits=limits, force=args.force, unsafe=args.unsafe, scheduler=args.scheduler, access=access)
+                         limits=limits, force=args.force or args.regrade, unsafe=args.unsafe,
+                         scheduler=args.scheduler, access=access)
     except KeyboardInterrupt:
         print(f"\ninterrupted: the students recorded so far are kept; rerun "
               f"`autograder grade {args.assignment}` to grade the rest", file=sys.stderr)
@@ -128,13 +139,39 @@ def cmd_grade(course: Course, args) -> int:
     failed = [o for o in outcomes if o.status == "failed"]
     counts = {s: sum(o.status == s for o in outcomes) for s in ("graded", "already graded", "failed")}
     print(", ".join(f"{n} {s}" for s, n in counts.items()))
+    if args.regrade:
+        _print_regrade(course, args, before, kept)
     return 1 if failed else 0
+
+
+def _print_regrade(course: Course, args, before, kept) -> None:
+    from autograder.commands import regrade
+
+    changes = regrade.compare(before, regrade.snapshot(course, args.assignment), args.exercise)
+    path = regrade.write(course, args.assignment, changes)
+    what = f" on {args.exercise}" if args.exercise else ""
+    print(f"\nregrade{what}: {len(changes.rows)} result(s) changed for {len(changes.changed)} student(s) "
+          f"(the table: {path}; the scores before: {kept})")
+    if changes.rows:
+        print(format_table(["student", "exercise", "old", "new", "old message", "new message"],
+                           [[printable(c) for c in row] for row in changes.rows]))
+    if changes.elsewhere:
+        print(f"and {changes.elsewhere} change(s) on other exercises than {args.exercise}: rerun without "
+              "--exercise to see them")
+    if changes.manual:
+        print("scores set by hand in the formgrader, kept (not overwritten):")
+        print(format_table(["student", "exercise", "score kept", "the judge now says"],
+                           [[printable(c) for c in row] for row in changes.manual]))
+    if changes.changed:
+        print(f"feedback for them only: autograder feedback {args.assignment} --students {','.join(changes.changed)}"
+              " [--exchange]")
 
 
 def cmd_feedback(course: Course, args) -> int:
     from autograder.commands.feedback import feedback
 
-    report = feedback(course, course.require_assignment(args.assignment), args.exchange)
+    students = [s.strip() for s in args.students.split(",") if s.strip()] if args.students else None
+    report = feedback(course, course.require_assignment(args.assignment), args.exchange, students)
     for path in report.pages:
         print(path)
     print(f"{len(report.pages)} feedback file(s) for {args.assignment} (hidden tests removed, student HTML "
@@ -165,8 +202,64 @@ def cmd_report(course: Course, args) -> int:
         print(path)
     for note in notes:
         print(note)
+    _print_late_days(course)
     print(f"the instructor's page (statistics, what went wrong, code similarity; opens offline): {paths[0].as_uri()}")
     return 0
+
+
+def cmd_extend(course: Course, args) -> int:
+    from autograder.commands.extend import extend, rows
+    from autograder.course.term import Term
+
+    settled = extend(course, args.student, args.assignment, args.until, args.by, args.remove)
+    what = f"on {args.assignment}" if args.assignment else "on every assignment (standing)"
+    print(f"{args.student}: extension {what} " + ("removed" if args.remove else "recorded")
+          + "; late penalties re-applied from the stored scores (nothing judged again)")
+    if settled:
+        print(format_table(["assignment", "due (UTC)", "their due date", "late days", "late", "penalty", "note"],
+                           rows(course, settled, Term.load(course).budget)))
+    else:
+        print(f"{args.student} has no graded submission yet: the extension applies when they are graded")
+    if args.assignment is None and args.by and args.by.strip().endswith("%"):
+        unknown = [a for a in course.assignments() if a not in Term.load(course).opens]
+        if unknown:
+            print(f"no release time kept for {', '.join(unknown)} (not released yet, or before release times were "
+                  f"kept): {args.by} gives nothing there; give a length for those "
+                  f"(autograder extend {args.student} ASSIGNMENT --by 2d)")
+    return 0
+
+
+def cmd_late_days(course: Course, args) -> int:
+    from autograder.commands.extend import late_days
+    from autograder.course.term import Term
+
+    late_days(course, args.budget, args.student, args.assignment, args.spend)
+    if Term.load(course).budget is None:
+        print("no late days in this course (autograder late-days --budget N to give some)")
+    _print_late_days(course)
+    return 0
+
+
+def _print_late_days(course: Course) -> None:
+    """Each student's late days used and left, when the course has them."""
+    from autograder.course.term import Term, standings
+
+    term = Term.load(course)
+    if term.budget is not None:
+        with course.gradebook() as gb:
+            everyone = standings(gb, term)
+        print(f"late days ({term.budget} per student, whole course):")
+        print(late_days_table(everyone, term.budget))
+
+
+def late_days_table(everyone, budget: int) -> str:
+    table = []
+    for student, settled in sorted(everyone.items()):
+        used = sum(s.late_days for s in settled)
+        spent = ", ".join(f"{s.assignment} {s.late_days}" for s in settled if s.late_days)
+        table.append([student, used, budget - used, spent, "; ".join(f"{s.assignment}: {s.short}" for s in settled
+                                                                     if s.short)])
+    return format_table(["student", "used", "left", "spent on", "not covered"], table)
 
 
 def cmd_students(course: Course, args) -> int:
@@ -274,6 +367,11 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("--memory-mb", type=int, default=4096,
                      help="address-space limit of each sandbox, 0 for the default (default: %(default)s)")
     sub.add_argument("--force", action="store_true", help="regrade students that are already graded")
+    sub.add_argument("--regrade", action="store_true",
+                     help="after a fix to a check or to points: judge every graded student again, keep the old "
+                          "scores, and write who gained and who lost (reports/<assignment>/regrade.csv)")
+    sub.add_argument("--exercise", metavar="ID", help="with --regrade: the exercise the fix was for (the table "
+                                                      "shows it alone)")
     sub.add_argument("--unsafe", action="store_true",
                      help="grade even where no sandbox can be made: student code then runs as you "
                           "(never for real students)")
@@ -292,6 +390,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("--exchange", nargs="?", const="", metavar="DIR",
                      help="also release the pages (MathJax inside them) to nbgrader's exchange, for the "
                           "students' Fetch Feedback (DIR, or the course's c.Exchange.root)")
+    sub.add_argument("--students", help="comma-separated student ids (default: every student graded), "
+                                        "e.g. those a --regrade changed")
 
     sub = add("report", cmd_report, "the instructor's page (statistics, what the class got wrong, code "
               "similarity), grades CSV, data and plots into reports/<assignment>/")
@@ -303,6 +403,24 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("--canvas-assignment-id", metavar="ID",
                      help="Canvas's id of the assignment (its URL's last number): the column then updates "
                           "that assignment instead of matching it by name")
+
+    sub = add("extend", cmd_extend, "give a student more time: on one assignment (--until DATE or --by 2d), or on "
+              "every assignment without naming one (--by 3d, or --by 50%% of each assignment's time)")
+    sub.add_argument("student")
+    sub.add_argument("assignment", nargs="?", help="default: a standing accommodation on every assignment")
+    sub.add_argument("--until", metavar="DATE", help="the student's own due date, with its zone: "
+                                                     "'2026-12-03 17:00 Europe/Paris'")
+    sub.add_argument("--by", metavar="LENGTH", help="2d, 36h, 90m, 1d12h, or 50%% of the assignment's time "
+                                                    "(release to due date)")
+    sub.add_argument("--remove", action="store_true", help="take the extension (or standing one) back")
+
+    sub = add("late-days", cmd_late_days, "the course's late days: a budget per student, spent on late "
+              "submissions in due-date order; shows each student's days used and left")
+    sub.add_argument("student", nargs="?")
+    sub.add_argument("assignment", nargs="?")
+    sub.add_argument("--budget", metavar="N", help="late days per student for the whole course ('none': no late days)")
+    sub.add_argument("--spend", metavar="N", help="the days STUDENT spends on ASSIGNMENT, instead of the rule's "
+                                                  "('auto': the rule's again)")
 
     sub = add("students", cmd_students, "the roster: LMS ids to course ids, into nbgrader's student table")
     sub.add_argument("action", choices=["import", "list"])

@@ -327,19 +327,26 @@ def inline_mathjax(html: str) -> str:
     return f'{html[:tag.start()]}<script id="MathJax-script">{code}</script>{html[tag.end():]}'
 
 
-def feedback(course: Course, assignment: str, exchange: str | Path | None = None) -> FeedbackReport:
+def feedback(course: Course, assignment: str, exchange: str | Path | None = None,
+             only: list[str] | None = None) -> FeedbackReport:
     """Write feedback/<student>/<assignment>/*.html for every autograded student.
 
     A student whose page cannot be made is reported with the reason; the others' pages are written.
     With ``exchange`` (``None`` for no exchange, ``""`` for the course's ``c.Exchange.root``) the
     pages carry MathJax inside them and each student's are put in the exchange, where their
     *Fetch Feedback* finds them (by the submission's secret, as nbgrader's release_feedback names
-    them; :func:`autograder.course.exchange.release_feedback`).
+    them; :func:`autograder.course.exchange.release_feedback`). ``only``: these students alone
+    (those a regrade changed, say).
     """
     release = course.exchange_config(exchange) if exchange is not None else None  # a missing exchange fails first
     students = [s for s in course.submitted_students(assignment) if course.autograded_dir(s, assignment).is_dir()]
     if not students:
         raise CourseError(f"nothing autograded for {assignment} yet: run `autograder grade {assignment}` first")
+    if only is not None:
+        unknown = sorted(set(only) - set(students))
+        if unknown:
+            raise CourseError(f"no graded submission of {assignment} from: {', '.join(unknown)}")
+        students = [s for s in students if s in only]
     config = configure_feedback(course.config())
     config.GenerateFeedback.exporter_class = SafeHTMLExporter
     api = course.api(config)

@@ -33,11 +33,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+from nbformat.v4 import new_markdown_cell
 from nbgrader.utils import parse_utc, temp_attrs
 from traitlets.config import Config
 
 from autograder.course import Course, CourseError, nbgrader_errors, notebook
 from autograder.course.codelines import quotes, quoting, signature
+from autograder.course.term import note_release
 
 KIT = "coursekit"
 MARKERS = (notebook.BEGIN_SOLUTION, notebook.END_SOLUTION, notebook.BEGIN_HIDDEN, notebook.END_HIDDEN)
@@ -213,12 +215,34 @@ def release(course: Course, assignment: str, solutions: str | Path, due: str | N
     result = course.api().generate_assignment(assignment, force=True, create=True)
     if not result["success"]:
         raise CourseError(f"nbgrader generate_assignment failed for {assignment}:\n{nbgrader_errors(result)}")
-    if duedate is not None:
-        with course.gradebook() as gb:
+    with course.gradebook() as gb:
+        if duedate is not None:
             gb.update_or_create_assignment(assignment, duedate=duedate)
+        duedate = gb.find_assignment(assignment).duedate  # a re-release keeps the due date set before
+    note_release(course, assignment)
+    if duedate is not None:
+        show_due(course.release_dir(assignment), duedate)
     add_release_files(course, assignment)
     index = secret_index(course, assignment, Path(solutions).resolve())
     return scan(course.release_dir(assignment), index, course.root)
+
+
+DUE_CELL = "autograder-due-date"  # the tag of the cell that states the due date in a released notebook
+
+
+def show_due(folder: Path, duedate: datetime) -> None:
+    """State the due date at the top of every released notebook, where the student works: one
+    markdown cell (no grade metadata: grading ignores it), replaced on each release."""
+    text = (f"**Due {duedate:%A %Y-%m-%d %H:%M} UTC.** Hand in before then; an extension you were given "
+            "moves your own due date, and your feedback says if a submission came in after it.")
+    for path in sorted(folder.glob("*.ipynb")):
+        nb = notebook.read(path)
+        nb.cells = [c for c in nb.cells if DUE_CELL not in c.get("metadata", {}).get("tags", [])]
+        cell = new_markdown_cell(text, metadata={"tags": [DUE_CELL]})
+        if nb.nbformat_minor < 5:  # cell ids came with nbformat 4.5
+            del cell["id"]
+        nb.cells.insert(0, cell)
+        notebook.write(nb, path)
 
 
 def publish(course: Course, assignment: str, exchange: str | Path | None = None) -> Path:

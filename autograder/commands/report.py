@@ -6,7 +6,9 @@
   JSON, its figures, and ``similarity/``, a page per flagged pair.
 
 * ``grades.csv``: one row per student who handed something in: status, score (after the late
-  penalty, as nbgrader's own export computes it), max score, raw score, late penalty, one column per notebook
+  penalty, as nbgrader's own export computes it), max score, raw score, late penalty, the student's
+  own due date (their extension and late days included, :mod:`autograder.course.term`), the late
+  days spent on this assignment, used on the course and left, one column per notebook
   (``notebook:<name>``), per exercise (``exercise:<id>``, the sum of
   the exercise's auto-graded test cells, see :func:`autograder.course.notebook.exercise_of`) and
   per written answer (``written:<id>``, empty until graded by hand): an exercise's code and
@@ -26,6 +28,7 @@ submissions that could not be graded and the judge's verdict on each exercise. E
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from autograder.analytics import page, plots, similarity
@@ -33,13 +36,52 @@ from autograder.analytics.gradebook import Row, gather, grade_cells, written
 from autograder.course import Course, CourseError, safe_csv
 from autograder.course import notebook as nbfile
 from autograder.course.lms import LMS_NAMES, Grade, load_roster, write_canvas, write_moodle
+from autograder.course.term import Term, standings
 
 
-def write_csv(path: Path, rows: list[Row], cells: list[tuple[str, str, float]]) -> None:
+@dataclass(frozen=True)
+class Time:
+    """A student's time on the assignment: their own due date, and the course's late days."""
+    due: str = ""            # their due date (UTC), extension and late days included
+    late_days: str = ""      # spent on this assignment
+    used: str = ""           # spent on the whole course so far
+    left: str = ""
+    extended: bool = False   # an extension moved their due date
+
+    def columns(self) -> list[str]:
+        return [self.due, self.late_days, self.used, self.left]
+
+    def note(self) -> str:
+        """For the LMS's feedback line."""
+        return (f"; due date {self.due} UTC (extended)" if self.due and self.extended else "") \
+            + (f"; {self.late_days} late day(s) spent" if self.late_days not in ("", "0") else "")
+
+
+def times(course: Course, assignment: str) -> dict[str, Time]:
+    """Every graded student's Time on ``assignment``, from the gradebook and the term's rules."""
+    term = Term.load(course)
+    out = {}
+    with course.gradebook() as gb:
+        everyone = standings(gb, term)
+        for sub in gb.find_assignment(assignment).submissions:
+            mine = everyone.get(sub.student.id, [])
+            here = next((s for s in mine if s.assignment == assignment), None)
+            used = sum(s.late_days for s in mine)
+            out[sub.student.id] = Time(
+                f"{sub.duedate:%Y-%m-%d %H:%M}" if sub.duedate else "",
+                "" if term.budget is None or here is None else str(here.late_days),
+                "" if term.budget is None else str(used),
+                "" if term.budget is None else str(term.budget - used),
+                bool(sub.extension))
+    return out
+
+
+def write_csv(path: Path, rows: list[Row], cells: list[tuple[str, str, float]], time: dict[str, Time]) -> None:
     notebooks = list(dict.fromkeys(nb for nb, _, _ in cells))
     exercises = list(dict.fromkeys(nbfile.exercise_of(gid) for _, gid, _ in cells if not written(gid)))
     by_hand = [gid for _, gid, _ in cells if written(gid)]
-    table = [["student", "status", "score", "max_score", "raw_score", "late_penalty"]
+    table = [["student", "status", "score", "max_score", "raw_score", "late_penalty", "due_date",
+              "late_days", "late_days_used", "late_days_left"]
              + [f"notebook:{nb}" for nb in notebooks] + [f"exercise:{ex}" for ex in exercises]
              + [f"written:{nbfile.exercise_of(gid)}" for gid in by_hand]]
     for row in rows:
@@ -50,6 +92,7 @@ def write_csv(path: Path, rows: list[Row], cells: list[tuple[str, str, float]]) 
         table.append([row.student, row.status,
                       _num(row.score), _num(row.max_score), _num(row.raw_score),
                       _num(row.late_penalty) if graded else ""]
+                     + time.get(row.student, Time()).columns()
                      + [_num(row.notebooks.get(nb)) for nb in notebooks]
                      + [_num(per_exercise[ex]) if graded else "" for ex in exercises]
                      + [_num(row.cells.get(gid)) if graded else "" for gid in by_hand])
@@ -60,19 +103,20 @@ def _num(value: float | None) -> str:
     return "" if value is None else f"{value:g}"
 
 
-def lms_grades(rows: list[Row]) -> dict[str, Grade]:
+def lms_grades(rows: list[Row], time: dict[str, Time] | None = None) -> dict[str, Grade]:
     """The students whose grade is complete, with a line of feedback; nobody else gets a number
     (a partial score would reach the LMS as if it were final)."""
     grades = {}
     for row in rows:
         if row.status == "graded" and row.score is not None and row.max_score is not None:
             late = f"; late penalty {row.late_penalty:g} (raw score {row.raw_score:g})" if row.late_penalty else ""
-            grades[row.student] = Grade(row.score, f"autograder: {row.score:g}/{row.max_score:g}{late}")
+            note = (time or {}).get(row.student, Time()).note()
+            grades[row.student] = Grade(row.score, f"autograder: {row.score:g}/{row.max_score:g}{late}{note}")
     return grades
 
 
 def write_lms(course: Course, assignment: str, rows: list[Row], max_score: float, systems: list[str] | None,
-              canvas_assignment_id: str | None, notes: list[str]) -> list[Path]:
+              canvas_assignment_id: str | None, notes: list[str], time: dict[str, Time] | None = None) -> list[Path]:
     """Each system's grade-import CSV beside grades.csv: ``systems`` None means every system once a
     roster is imported, none before."""
     roster = load_roster(course)
@@ -81,7 +125,7 @@ def write_lms(course: Course, assignment: str, rows: list[Row], max_score: float
             raise CourseError("LMS grade files need a roster: autograder students import roster.csv")
         return []
     folder = course.reports_dir(assignment)
-    grades = lms_grades(rows)
+    grades = lms_grades(rows, time)
     paths = []
     for system in LMS_NAMES if systems is None else systems:
         if system == "canvas":
@@ -111,8 +155,10 @@ def report(course: Course, assignment: str, lms: list[str] | None = None,
     folder = course.reports_dir(assignment)
     folder.mkdir(parents=True, exist_ok=True)
     max_score = sum(points for _, _, points in cells)
-    write_csv(folder / "grades.csv", rows, cells)
+    time = times(course, assignment)
+    write_csv(folder / "grades.csv", rows, cells, time)
     plots.scores(folder / "score_histogram.png", assignment, rows, max_score)
     made = page.write(course, assignment, rows, cells, {"scores": folder / "score_histogram.png"}, threshold)
     return [made.page, folder / "grades.csv", folder / "score_histogram.png", *made.files] \
-        + write_lms(course, assignment, rows, max_score, lms, canvas_assignment_id, notes if notes is not None else [])
+        + write_lms(course, assignment, rows, max_score, lms, canvas_assignment_id, notes if notes is not None else [],
+                    time)

@@ -10,7 +10,8 @@ set or patch in nbgrader), ``lms`` (the roster, and the files Canvas and Moodle 
 import), ``exchange`` (nbgrader's exchange read and written as a class's machine needs: its
 students are hostile), ``owner`` (who a command runs as: never root on a course a user controls),
 ``files`` and ``safe_csv`` (how every output is written: never through a link, no formula in a
-CSV) and ``safe_html`` (the one sanitizer of every page that shows a student's HTML).
+CSV), ``safe_html`` (the one sanitizer of every page that shows a student's HTML), ``term`` (the
+term's rules on time: extensions, accommodations, late days) and ``spans`` (a length of time in words).
 """
 
 from __future__ import annotations

@@ -49,6 +49,7 @@ from sqlalchemy.orm import joinedload, scoped_session, sessionmaker, undefer
 from traitlets.config import Config
 
 from autograder.course import notebook
+from autograder.course.spans import span_text
 
 TEMPLATES = Path(__file__).resolve().parents[1] / "templates"
 NBGRADER_TEMPLATES = Path(nbgrader.__file__).resolve().parent / "server_extensions" / "formgrader" / "templates"
@@ -219,6 +220,7 @@ class GetGradesByExercise(GetGrades):
     """
 
     rows: NotebookRows | None = None
+    late = ""
 
     def _rows(self) -> NotebookRows:
         """The notebook's grade and comment rows, read once: nbgrader's GetGrades asks the gradebook
@@ -227,6 +229,7 @@ class GetGradesByExercise(GetGrades):
         if self.rows is None:
             self.rows = NotebookRows(self.gradebook, self.notebook_id, self.assignment_id, self.student_id,
                                      with_points=True)
+            self.late = _late_text(self.gradebook.find_submission(self.assignment_id, self.student_id))
         return self.rows
 
     def _get_comment(self, cell: NotebookNode, resources: dict) -> None:
@@ -242,7 +245,7 @@ class GetGradesByExercise(GetGrades):
         meta["needs_manual_grade"] = bool(grade.needs_manual_grade)
 
     def preprocess(self, nb: NotebookNode, resources: dict):
-        self.rows = None  # this notebook's, read from the Gradebook nbgrader's preprocess opens
+        self.rows, self.late = None, ""  # this notebook's, read from the Gradebook nbgrader's preprocess opens
         try:
             nb, resources = super().preprocess(nb, resources)
         finally:
@@ -269,10 +272,20 @@ class GetGradesByExercise(GetGrades):
                     entry["message"] = notebook.failure_message(output, exercise)[:MAX_OUTPUT]
         items = list(entries.values())
         resources["nbgrader"]["exercises"] = items
+        resources["nbgrader"]["late"] = self.late
         resources["nbgrader"]["auto_score"] = sum(e["score"] for e in items if not e["written"])
         resources["nbgrader"]["auto_points"] = sum(e["points"] for e in items if not e["written"])
         resources["nbgrader"]["pending"] = sum(e["points"] for e in items if e["written"] and e["pending"])
         return nb, resources
+
+
+def _late_text(submission) -> str:
+    """How late the student handed in, measured from their own due date ("" when on time)."""
+    if not submission.total_seconds_late:
+        return ""
+    own = " (yours, with your extension)" if submission.extension else ""
+    return (f"Handed in {span_text(submission.total_seconds_late)} after the due date{own}, "
+            f"{submission.duedate:%Y-%m-%d %H:%M} UTC.")
 
 
 def _title(exercise: str) -> str:

@@ -26,6 +26,7 @@ from sqlalchemy.exc import SAWarning
 
 from autograder.course import Course
 from autograder.course.nbgrader_glue import one_transaction, record_grades
+from autograder.course.term import settle
 from autograder.grading.workers import Finished
 
 
@@ -156,11 +157,14 @@ def write_grades(gb: Gradebook, course: Course, assignment: str, student: str, a
                  stamp: datetime | None, config) -> None:
     """The student's rows in the gradebook from their autograded notebooks, in one transaction: the
     student, the submission (with its timestamp), 0 for a notebook not handed in (as nbgrader's
-    autograde gives), then each notebook's grades, comments and late penalty (nbgrader's rules)."""
+    autograde gives), then each notebook's grades, comments and late penalty (nbgrader's rules),
+    with the student's own due dates (:mod:`autograder.course.term`)."""
     with one_transaction(gb):
         submission_rows(gb, assignment, student, autograded, stamp)
         for path in sorted(autograded.glob("*.ipynb")):
             record_grades(path, assignment, student, gb, config)
+        # the student's extensions and late days (a new timestamp may spend some): their due dates
+        settle(gb, course, [student])
 
 
 def submission_rows(gb: Gradebook, assignment: str, student: str, autograded: Path, stamp: datetime | None) -> None:

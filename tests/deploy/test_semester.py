@@ -16,6 +16,7 @@ before the instructor, to read the grader, to submit in A's name and in a ghost'
 collect follow links to the instructor's solutions and to root's files, to stop it with a named
 pipe, /dev/zero, deep folders and names that are not times, to reach the Dask workers; C, late,
 rewrites her submission's time. None of it works, and nobody's collect, grading or feedback stops.
+The term's rules (issue 41): A gets an extension, C spends a late day on her late a01.
 
 The hub is tests/support/hub.py's (its fixture: system users of its own, removed at the end, every
 process stopped by its id). Grading is kept to what the semester needs to show: a01 for all, the
@@ -419,6 +420,12 @@ def test_a_semester_on_the_hub(hub, tmp_path, capsys):
     assert done.returncode == 0, done.stderr
     cli(course, "collect", "a01_graphs", "--exchange", exchange)
     cli(course, "grade", "a01_graphs", "--jobs", "1", "--students", c.user)
+    # The term's rules: A has an extension (an illness), and the course gives two late days, which
+    # C's late a01 spends one of; nothing is judged again
+    out = cli(course, "extend", a.user, "a01_graphs", "--by", "2d")
+    assert "late penalties re-applied from the stored scores" in out, out
+    days = {row[0]: row[1:4] for row in csv_table(cli(course, "late-days", "--budget", "2"), "student")}
+    assert days[c.user] == ["1", "1", "a01_graphs 1"] and days[a.user] == ["0", "2"], days
 
     # The written answers, graded by hand in the formgrader (as the instructor, who owns the course:
     # no command ran as root in it). B's answer, opened there, runs nothing.
@@ -467,8 +474,14 @@ def test_a_semester_on_the_hub(hub, tmp_path, capsys):
     assert rows[a.user]["status"] == "graded", rows[a.user]
     assert float(rows[b.user]["raw_score"]) < float(rows[a.user]["raw_score"]) - sum(WRITTEN.values())
     with Course.open(course).gradebook() as gb:
-        late = {s: gb.find_submission("a01_graphs", s).total_seconds_late for s in hub.students}
-    assert late[a.user] == late[b.user] == 0 and late[c.user] > 0, late
+        subs = {s: gb.find_submission("a01_graphs", s) for s in hub.students}
+        late = {s: sub.total_seconds_late for s, sub in subs.items()}
+        extension = {s: sub.extension for s, sub in subs.items()}
+    # C was late by the due date, and her late day covers it; A's due date is two days later
+    assert late[a.user] == late[b.user] == late[c.user] == 0, late
+    assert extension == {a.user: timedelta(days=2), b.user: None, c.user: timedelta(days=1)}, extension
+    assert (rows[c.user]["late_days"], rows[c.user]["late_days_left"]) == ("1", "1"), rows[c.user]
+    assert rows[a.user]["due_date"] == f"{now + timedelta(days=2):%Y-%m-%d %H:%M}", rows[a.user]
     with (reports / "canvas_grades.csv").open() as f:
         canvas = {row["ID"]: row for row in csv.DictReader(f)}
     assert float(canvas["1000"]["a01_graphs"]) == float(rows[a.user]["score"]), canvas

@@ -46,10 +46,7 @@ ON_TIME, LATE = "2026-11-20 10:00:00.000000 UTC", "2026-11-22 09:30:00.000000 UT
 @pytest.fixture
 def course(tmp_path, monkeypatch):
     use_toy_catalogue(monkeypatch)
-    course = make_course(tmp_path / "course")
-    # a penalty that shows: a late submission loses everything (nbgrader's "zero" method)
-    with (course.root / "nbgrader_config.py").open("a") as config:
-        config.write("\nc.LateSubmissionPlugin.penalty_method = 'zero'\n")
+    course = make_course(tmp_path / "course", penalty="zero")
     assert autograder(course, "release", ASSIGNMENT, "--solutions", str(SOLUTIONS), "--due", "2026-11-21 12:00") == 0
     return course
 

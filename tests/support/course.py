@@ -32,9 +32,14 @@ def use_toy_catalogue(monkeypatch) -> None:
     monkeypatch.setenv("AUTOGRADER_MUTANTS", str(FIXTURE / "mutants"))
 
 
-def make_course(root: Path) -> Course:
+def make_course(root: Path, penalty: str | None = None) -> Course:
+    """The toy course in ``root``; ``penalty``: nbgrader's late-submission method ("zero": a late
+    submission loses everything, a penalty that shows)."""
     root.mkdir(parents=True, exist_ok=True)
     shutil.copy(REPO / "assignments" / "nbgrader_config.py", root)
+    if penalty is not None:
+        with (root / "nbgrader_config.py").open("a") as config:
+            config.write(f"\nc.LateSubmissionPlugin.penalty_method = {penalty!r}\n")
     shutil.copytree(FIXTURE / "source", root / "source")
     return Course.open(root)
 
