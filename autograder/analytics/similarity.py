@@ -21,8 +21,10 @@ as the original, and every size is a count of Python tokens.
   answer is shared by about 7. Dolos's ``--max-fingerprint-percentage`` is the same idea as a cut.
 * **Scores**: copydetect's similarity of an answer to another is the share of its tokens (those
   its fingerprints cover) that fingerprints shared with the other cover; here each token weighs as
-  the rarest passage over it. A pair's score over the assignment is both students' matching weight
-  over both students' weight, every exercise both answered. A pair is listed at :data:`THRESHOLD`
+  the rarest passage over it. A pair's score on an exercise is both answers' matching weight over
+  their weight; over the assignment, the mean of the exercises' scores, each exercise counting as
+  the log of 1 + its weight, so that one long exercise written the same rare way by two honest
+  students cannot carry the assignment. A pair is listed at :data:`THRESHOLD`
   or above when at least :data:`MIN_TOKENS` tokens (Python tokens, of passages that weigh) of each
   student's code match: one natural line in common lists no one, nor does a single exercise.
 * **The model answer**: each student is also compared, the same way, with the reference (the
@@ -351,8 +353,10 @@ def compare_class(answers: dict[str, dict[str, str]], given: Iterable[str], mode
         rows = np.array([index[s] for s in ex.students], dtype=np.int64)
         tokens[np.ix_(rows, rows)] += ex.tokens[:, None] + ex.tokens[None, :]
         matched[np.ix_(rows, rows)] += ex.covered
-        weight[np.ix_(rows, rows)] += ex.weight[:, None] + ex.weight[None, :]
-        weighed[np.ix_(rows, rows)] += ex.weighed + ex.weighed.T
+        both = ex.weight[:, None] + ex.weight[None, :]
+        vote = np.log1p(both)   # one long exercise in common cannot carry the assignment
+        weight[np.ix_(rows, rows)] += vote
+        weighed[np.ix_(rows, rows)] += vote * (ex.weighed + ex.weighed.T) / np.maximum(both, 1e-9)
         if exercise in model:
             ref = references[exercise] = Exercise(exercise, {**by_student, MODEL: model[exercise]}, given_verbatim,
                                                   verbatim=True, against=MODEL)
@@ -375,8 +379,8 @@ def compare_class(answers: dict[str, dict[str, str]], given: Iterable[str], mode
               for a, b in zip(*np.nonzero(upper), strict=True)]
     close = []
     for student, found in to_model.items():   # over the assignment, as a pair of students
-        both = [sum(float(references[c.exercise].weight[references[c.exercise].row[n]]) for n in (student, MODEL))
-                for c in found]
+        both = [np.log1p(sum(float(references[c.exercise].weight[references[c.exercise].row[n]])
+                             for n in (student, MODEL))) for c in found]
         near = sum(c.similarity * w for c, w in zip(found, both, strict=True))
         least = min(sum(c.matched[i] for c in found) for i in (0, 1))
         if sum(both) and near / sum(both) >= threshold and least >= MIN_TOKENS:

@@ -14,8 +14,10 @@ Every template is a correct answer, written for this test apart from the catalog
 from __future__ import annotations
 
 import ast
+import io
 import random
 import re
+import tokenize
 from dataclasses import dataclass
 
 from autograder.course import notebook
@@ -154,7 +156,7 @@ if self.needs_input_grad[1] else None»
     "a02-tanh": [
         (0.55, """\
         «t|y|out» = self.output
-        return grad * (1«.0|» - «t * t|t ** 2»)"""),
+        return grad * (1«.0|» - ««t|y|out» * «t|y|out»|«t|y|out» ** 2»)"""),
         (0.45, """\
         return grad * (1«.0|» - «self.output * self.output|self.output ** 2»)"""),
     ],
@@ -363,9 +365,25 @@ def _locals(code: str) -> list[str]:
 
 
 def renamed(code: str) -> str:
-    """Every argument and local variable renamed, the layout kept."""
-    for i, name in enumerate(_locals(code)):
-        code = re.sub(rf"(?<![\w.]){re.escape(name)}\b", f"v{i}_{name[::-1]}", code)
+    """Every argument and local variable renamed (not attributes, keyword arguments or strings),
+    the layout kept."""
+    names = {name: f"v{i}_{name[::-1]}" for i, name in enumerate(_locals(code))}
+    tokens = list(tokenize.generate_tokens(io.StringIO(code).readline))
+    lines = code.splitlines(keepends=True)
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line))
+    edits, depth = [], 0
+    for before, t, after in zip([None, *tokens[:-1]], tokens, [*tokens[1:], None], strict=True):
+        depth += t.string in "([{" if t.type == tokenize.OP else 0
+        depth -= t.string in ")]}" if t.type == tokenize.OP else 0
+        keyword_argument = depth > 0 and after is not None and after.string == "="
+        if t.type == tokenize.NAME and t.string in names and not keyword_argument \
+                and not (before is not None and before.string == "."):
+            at = starts[t.start[0] - 1] + t.start[1]
+            edits.append((at, at + len(t.string), names[t.string]))
+    for start, end, new in reversed(edits):
+        code = code[:start] + new + code[end:]
     return code
 
 
