@@ -28,7 +28,7 @@ as the original, and every size is a count of Python tokens.
   or above when at least :data:`MIN_TOKENS` tokens (Python tokens, of passages that weigh) of each
   student's code match: one natural line in common lists no one, nor does a single exercise.
 * **The model answer**: each student is also compared, the same way, with the reference (the
-  source notebook's solution) with names and strings kept (a leaked solution comes with its names):
+  source notebook's solution) with names kept (a leaked solution comes with its names):
   a student is reported only when their answers are near-verbatim copies of the model answer in
   passages the class did not converge on, at the same threshold and size.
 
@@ -49,6 +49,7 @@ import functools
 import io
 import keyword
 import tokenize
+import zlib
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -63,6 +64,8 @@ K = 7                  # Python tokens in a fingerprint: copydetect's noise thre
 COMMON_SHARE = 0.5     # a passage more than this share of the class shares is the natural way to write it
 SMALL_CLASS = 20       # a smaller class is weighed as if it had this many students (a pair is never "the class")
 MODEL = "model answer"
+CANONICAL_AT_MOST = 3000   # tokens: a longer answer (no exercise needs one) is fingerprinted as written
+ORDERED_AT_MOST = 40       # statements in one body put in canonical order (no exercise has more)
 _SIGNIFICANT = (tokenize.NAME, tokenize.OP, tokenize.NUMBER, tokenize.STRING)
 _SYMBOLS: dict[str, str] = {}   # a token's normalised text -> one character (one process, one table)
 
@@ -73,8 +76,9 @@ class Comparison:
     exercise: str
     left: str
     right: str
-    similarity: float          # 0..1, both answers' covered tokens over both answers' tokens
-    tokens: tuple[int, int]    # each answer's own tokens (the course's code and the common passages removed)
+    similarity: float          # 0..1, both answers' matching weight over their weight (a token weighs as
+    #                            the rarest passage over it)
+    tokens: tuple[int, int]    # each answer's tokens in passages that weigh (the course's code removed)
     matched: tuple[int, int]   # each answer's tokens covered by fingerprints of the other
 
 
@@ -83,14 +87,18 @@ class Pair:
     """Two students over the assignment: every exercise both answered."""
     left: str
     right: str
-    similarity: float
-    tokens: int
-    matched: tuple[int, int]
+    similarity: float          # the exercises' similarities, each counting as log(1 + its weight)
+    tokens: int                # both students' tokens in passages that weigh
+    matched: tuple[int, int]   # each one's tokens that the other's answers match
     comparisons: list[Comparison] = field(default_factory=list)   # the exercises with something in common
 
 
 def _symbol(text: str) -> str:
-    return _SYMBOLS.setdefault(text, chr(0xE000 + len(_SYMBOLS)))   # Unicode's private use area
+    """One character per token text: Unicode's private use areas (a class with more distinct names
+    than the first holds shares the second's characters by a hash: a rare collision, no error)."""
+    if text in _SYMBOLS or len(_SYMBOLS) < 0x1900:
+        return _SYMBOLS.setdefault(text, chr(0xE000 + len(_SYMBOLS)))
+    return chr(0xF0000 + zlib.crc32(text.encode()) % 0xFFFE)
 
 
 def _python_tokens(code: str, verbatim: bool = False) -> list[tuple[str, int, int]]:
@@ -106,8 +114,8 @@ def _python_tokens(code: str, verbatim: bool = False) -> list[tuple[str, int, in
             if t.type not in _SIGNIFICANT:
                 continue
             text = t.string
-            if t.type == tokenize.STRING and not verbatim or (t.type == tokenize.NAME and not verbatim
-                                                              and not keyword.iskeyword(text) and previous != "."):
+            if t.type == tokenize.STRING or (t.type == tokenize.NAME and not verbatim
+                                             and not keyword.iskeyword(text) and previous != "."):
                 text = "S" if t.type == tokenize.STRING else "V"
             out.append((text, starts[t.start[0] - 1] + t.start[1], starts[t.end[0] - 1] + t.end[1]))
             previous = t.string
@@ -131,13 +139,15 @@ def _shape(node: ast.AST) -> str:
 
 def _ordered(tree: ast.AST) -> ast.AST:
     """``tree`` with each run of adjacent independent simple statements (neither reads nor writes
-    what the other writes) in one canonical order, so that reordering them changes nothing."""
+    what the other writes) in one canonical order, so that reordering them changes nothing. A body
+    longer than :data:`ORDERED_AT_MOST` statements is left as written (the sort is quadratic)."""
     for node in ast.walk(tree):
         for name in ("body", "orelse", "finalbody"):
             body = getattr(node, name, None)
-            if not isinstance(body, list):
+            if not isinstance(body, list) or len(body) > ORDERED_AT_MOST:
                 continue
             keys = [_shape(x) if isinstance(x, _SIMPLE) else "" for x in body]
+            names = [(_names(x, ast.Store), _names(x, ast.Load)) for x in body]
             for _ in range(len(body)):
                 swapped = False
                 for i in range(len(body) - 1):
@@ -145,10 +155,11 @@ def _ordered(tree: ast.AST) -> ast.AST:
                     if not (isinstance(a, _SIMPLE) and isinstance(b, _SIMPLE)) or \
                             (isinstance(a, ast.Expr) and isinstance(a.value, ast.Constant)):
                         continue   # a docstring stays first
-                    wa, wb = _names(a, ast.Store), _names(b, ast.Store)
-                    if not (wa & (_names(b, ast.Load) | wb) or wb & _names(a, ast.Load)) and keys[i + 1] < keys[i]:
+                    (wa, ra), (wb, rb) = names[i], names[i + 1]
+                    if not (wa & (rb | wb) or wb & ra) and keys[i + 1] < keys[i]:
                         body[i], body[i + 1], swapped = b, a, True
                         keys[i], keys[i + 1] = keys[i + 1], keys[i]
+                        names[i], names[i + 1] = names[i + 1], names[i]
                 if not swapped:
                     break
     return tree
@@ -160,18 +171,20 @@ class Tokens:
     added it)."""
 
     def __init__(self, code: str, verbatim: bool = False):
-        """``verbatim``: names and strings kept as they are (for the model answer: a leaked solution
-        comes with its names)."""
+        """``verbatim``: names kept as they are (for the model answer: a leaked solution comes with
+        its names)."""
         own = _python_tokens(code, verbatim)
-        try:
-            canonical = _python_tokens(ast.unparse(_ordered(ast.parse(code))), verbatim)
-        except (SyntaxError, ValueError, RecursionError):
-            canonical = own
+        canonical = own
+        if len(own) <= CANONICAL_AT_MOST:   # aligning the two costs up to their product
+            try:
+                canonical = _python_tokens(ast.unparse(_ordered(ast.parse(code))), verbatim)
+            except (SyntaxError, ValueError, RecursionError):
+                pass
         self.text = "".join(_symbol(t) for t, _, _ in canonical)
         self.spans: list[tuple[int, int] | None] = [None] * len(canonical)
         symbols = [t for t, _, _ in canonical], [t for t, _, _ in own]
         blocks = [(0, 0, len(own))] if symbols[0] == symbols[1] else \
-            difflib.SequenceMatcher(None, *symbols, autojunk=False).get_matching_blocks()
+            difflib.SequenceMatcher(None, *symbols, autojunk=len(own) > 600).get_matching_blocks()   # long: fast
         for a, b, n in blocks:
             for i in range(n):
                 self.spans[a + i] = own[b + i][1:]
@@ -243,7 +256,7 @@ class Exercise:
 
     def __init__(self, exercise: str, answers: dict[str, str], given: np.ndarray, verbatim: bool = False,
                  against: str | None = None):
-        """``verbatim``: names and strings kept. ``against``: only the pairs with that one (the
+        """``verbatim``: names kept. ``against``: only the pairs with that one (the
         model answer) are computed."""
         self.exercise = exercise
         self.students = sorted(answers)
@@ -328,7 +341,7 @@ class Similarity:
     model: list[Comparison]           # answers close to the model answer in code of their own, most similar first
     compared: int                     # pairs of students compared
     exercises: dict[str, Exercise]    # the fingerprinted answers, for the pages of the pairs
-    reference: dict[str, Exercise]    # each exercise's answers with the model answer, names kept
+    reference: dict[str, Exercise]    # each exercise's answers and the model answer, names kept
     scores: list[tuple[str, str, float, int, int]]   # every pair with code in common: (a, b, similarity,
     #                                                   tokens, the fewer of the two's matching tokens)
 

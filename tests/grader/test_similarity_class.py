@@ -106,3 +106,11 @@ def test_highlights_start_and_end_on_the_students_own_tokens():
     code = "class Exp(Function):\n    def backward(self, grad):\n        return grad * self.output\n"
     tokens = sim.Tokens(code)
     assert tokens.passages(sim.np.array([[0], [len(tokens.text)]])) == [(0, len(code) - 1)]
+
+
+def test_a_huge_answer_is_fingerprinted_in_bounded_time():
+    """A student's cell of thousands of independent lines (hostile or not) is neither sorted nor
+    aligned token by token: fingerprinting it stays a matter of a second, and it still compares."""
+    code = "def f(x):\n" + "".join(f"    y{i} = (x + {i})\n" for i in range(600))
+    result = sim.compare_class({"x-f": {"a": code, "b": code}}, [], {})
+    assert result.pairs and result.pairs[0].similarity == 1.0
