@@ -183,11 +183,22 @@ class Tokens:
         self.text = "".join(_symbol(t) for t, _, _ in canonical)
         self.spans: list[tuple[int, int] | None] = [None] * len(canonical)
         symbols = [t for t, _, _ in canonical], [t for t, _, _ in own]
-        blocks = [(0, 0, len(own))] if symbols[0] == symbols[1] else \
-            difflib.SequenceMatcher(None, *symbols, autojunk=len(own) > 600).get_matching_blocks()   # long: fast
-        for a, b, n in blocks:
-            for i in range(n):
-                self.spans[a + i] = own[b + i][1:]
+        if symbols[0] == symbols[1]:
+            self.spans = [(start, end) for _, start, end in own]
+            return
+        left, right = list(range(len(canonical))), list(range(len(own)))
+        for _ in range(3):   # then what was left: a statement the canonical order moved
+            matcher = difflib.SequenceMatcher(None, [symbols[0][i] for i in left], [symbols[1][j] for j in right],
+                                              autojunk=len(right) > 600)   # a long answer stays fast
+            blocks = [b for b in matcher.get_matching_blocks() if b.size >= 2]
+            if not blocks:
+                break
+            for a, b, n in blocks:
+                for i in range(n):
+                    self.spans[left[a + i]] = own[right[b + i]][1:]
+            used = {right[b + i] for a, b, n in blocks for i in range(n)}
+            left = [i for i in left if self.spans[i] is None]
+            right = [j for j in right if j not in used]
 
     def passages(self, slices: np.ndarray) -> list[tuple[int, int]]:
         """copydetect's slices (token positions) -> spans of the student's text, on token boundaries."""
