@@ -138,6 +138,8 @@ def test_the_page_ranks_each_mistake_with_its_students(graded_class, tmp_path, c
     assert rows[0]["who"].split() == [f"x{i:02d}" for i in range(1, 16)]
     page = (folder / "class_report.html").read_text()
     assert page.index("you summed only axis 0") < page.index("stretched size-1 axes were not summed")
+    # a02's written answer (3 points) waits for a human: the scores say they are not final
+    assert "Not final yet: 60 of 60 students have written answers still to grade by hand (up to 3 points" in page
     # the similarity says how many pairs it compared, the listed ones first, the closest of the rest apart
     compared = page.index(f"{60 * 59 // 2} pairs of students compared; ")
     assert compared < page.index("most similar pairs not listed</summary>")
