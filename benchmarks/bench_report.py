@@ -15,11 +15,11 @@ Measured 2026-11-27 on the shared 2-core machine (load average 7-13 from other s
 students of a02_broadcasting, 16 exercises: recording the class 1,412 s (not timed below, at load
 13-18); ``report`` 86.9 s cold, 42.9 s warm (min of 2 rounds); the similarity alone 17.9 s for
 44,850 pairs, most of it Pygments lexing each of the 4,510 answers once (copydetect's tokenizer).
-The class is made of a few catalogue variants per exercise, each handed in by dozens of students:
-all of them are common passages (more than 10 students share them), so they are no evidence
-between two students, and the pairs flagged here are among the disguised copies, whose
-``ast.unparse`` formatting they share. This measures time; detection is measured by
-tests/grader/test_report_similarity.py.
+Those figures predate issue 37's similarity (Python tokens made canonical, passages weighed by
+their share of the class), not re-run here (recording the class alone takes 25 minutes); the
+similarity alone on a convergent class of 300 (tests/grader/test_similarity_class.py) took about
+20-30 s on the same loaded machine. This measures time; detection is measured by
+tests/grader/test_similarity_class.py and tests/grader/test_report_similarity.py.
 """
 from __future__ import annotations
 
@@ -132,7 +132,7 @@ def main() -> None:
     similar = time.perf_counter() - t
     print(f"report of {len(graded)} students, {len(answers)} exercises: " + ", ".join(f"{x:.1f} s" for x in times)
           + f" (min {min(times):.1f} s); the similarity alone {similar:.1f} s ({sim.compared} pairs, "
-          f"{len(sim.pairs)} flagged, {len(sim.model)} answers close to the model); page {paths[0]}")
+          f"{len(sim.pairs)} listed, {len(sim.model)} answers close to the model); page {paths[0]}")
     if not args.keep:
         shutil.rmtree(work)
 

@@ -6,5 +6,5 @@ students of an exercise grouped by the bug the message names), ``statistics`` (p
 instructor's page and the data behind it). ``autograder report`` writes them.
 """
 
-THRESHOLD = 0.7   # code similarity: share of both answers covered by the other (tests/grader/test_report_similarity.py)
-MIN_TOKENS = 40   # an answer shorter than this (the course's code removed) flags no one
+THRESHOLD = 0.85  # code similarity: rarity-weighted share of both students' code that matches (similarity.py)
+MIN_TOKENS = 30   # Python tokens of each student's code (passages that weigh) that must match to list a pair

@@ -6,8 +6,10 @@ outcomes (:mod:`autograder.judge.judge`'s table: not implemented, an exception, 
 dead process). :func:`classify` turns a message into a group key that two students with the same
 bug share even when the case that failed first, or the values, shapes, line numbers and names
 it quotes, differ: the case is dropped, numbers, tuples of numbers and quoted text are masked.
-Not answered, time-outs, crashes (the student's code raised), a notebook that could not be read
-and the grader's own failures are groups of their own kind.
+An exception the student's code raised at a line of theirs is a bug of that code, grouped by what
+was raised; not answered, time-outs, crashes (the process running the code died, or it raised
+without a line of the student's to show), a notebook that could not be read and the grader's own
+failures are groups of their own kind.
 """
 from __future__ import annotations
 
@@ -28,7 +30,7 @@ _KINDS = [
              "the cell that defines ")),
 ]
 
-_WHERE = re.compile(r" \(in [^,()]*, line \d+\)")                      # (in backward, line 7)
+WHERE = re.compile(r" \(in [^,()]*, line \d+\)")                      # (in backward, line 7)
 _QUOTED = re.compile(r"'[^'\n]*'|\"[^\"\n]*\"")
 _NUMBER = re.compile(r"(?<![\w.])[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?(?![\w])")
 _TUPLE = re.compile(r"\((?:\s*N\s*,)*\s*N?\s*,?\s*\)|\[(?:\s*N\s*,)*\s*N?\s*\]")  # (N, N) (N,) () [N, N]
@@ -36,7 +38,7 @@ _DTYPE = re.compile(r"\b(float|int|uint|complex)(8|16|32|64|128)\b")
 
 
 def _mask(text: str, quoted: bool) -> str:
-    text = _WHERE.sub("", text)
+    text = WHERE.sub("", text)
     if quoted:
         text = _QUOTED.sub("'…'", text)
     text = _DTYPE.sub(r"\1…", _NUMBER.sub("N", text))
@@ -56,10 +58,12 @@ def classify(message: str) -> tuple[str, str]:
     if kind in (NOT_ANSWERED, TIMEOUT, UNREADABLE, GRADER):
         return kind, kind
     if kind == CRASH:
-        # "<case>: <Op.backward>: your code raised E: ..." -> from what the student's code did on
+        # "<case>: <Op.backward>: your code raised E: ... (in backward, line 7)" -> from what the
+        # student's code did on; with a line of theirs quoted it is a wrong answer, a bug like another
         raised = message.find("your code raised ")
-        text = message[raised:] if raised >= 0 else message
-        return kind, _mask(text, quoted=True)
+        if raised >= 0 and WHERE.search(message):
+            kind = BUG
+        return kind, _mask(message[raised:] if raised >= 0 else message, quoted=True)
     _, colon, diagnosis = message.partition(": ")
     return kind, _mask(diagnosis if colon else message, quoted=False)
 
@@ -75,9 +79,11 @@ class Group:
     @property
     def title(self) -> str:
         """What went wrong, as the first student's message says it (its case left out)."""
+        raised = self.example.find("your code raised ")
+        if raised >= 0 and self.kind in (BUG, CRASH):
+            return self.example[raised:]
         if self.kind != BUG:
-            raised = self.example.find("your code raised ")
-            return self.example[raised:] if self.kind == CRASH and raised >= 0 else self.kind
+            return self.kind
         _, colon, diagnosis = self.example.partition(": ")
         return diagnosis if colon else self.example
 

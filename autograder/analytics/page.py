@@ -4,7 +4,7 @@
   Content-Security-Policy that lets nothing load from elsewhere; it opens from disk, offline):
   the scores, each exercise's statistics, what went wrong (:mod:`~autograder.analytics.misconceptions`),
   the code similarity (:mod:`~autograder.analytics.similarity`) and the course so far.
-* ``similarity/<a>--<b>.html``: a page per flagged pair, the matching passages side by side.
+* ``similarity/<a>--<b>.html``: a page per listed pair, the matching passages side by side.
 * the data: ``exercise_stats.csv``, ``misconceptions.csv``, ``similarity.csv`` (every pair with code
   in common), ``model_answer.csv``, ``course_scores.csv`` and everything in ``class_report.json``.
 
@@ -31,6 +31,7 @@ from autograder.course.files import replacing
 PAGE = "class_report.html"
 PAIRS = "similarity"
 MAX_PAIR_PAGES = 200   # the most similar pairs get a page each; similarity.csv lists every pair
+NEXT_PAIRS = 10        # the most similar pairs below the line, shown apart, for a sense of the scale
 CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
 
 STYLE = """
@@ -145,12 +146,10 @@ def _data(folder: Path, assignment: str, rows: list[Row], stats: list[ExerciseSt
     safe_csv.write(paths[1], [["exercise", "rank", "kind", "students", "what", "key", "example_message", "who"]]
                    + [[s.exercise, rank, g.kind, len(g.students), g.title, g.key, g.example, " ".join(g.students)]
                       for s in stats for rank, g in enumerate(s.groups, 1)])
-    flagged = {(p.left, p.right): p for p in sim.pairs}
-    safe_csv.write(paths[2], [["student_a", "student_b", "similarity", "tokens", "flagged", "flagged_exercises"]]
-                   + [[a, b, f"{score:.3f}", tokens, "yes" if (a, b) in flagged else "",
-                       " ".join(c.exercise for c in flagged[a, b].flagged_exercises(sim.threshold))
-                       if (a, b) in flagged else ""]
-                      for a, b, score, tokens in sorted(sim.scores, key=lambda t: -t[2])])
+    listed = {(p.left, p.right) for p in sim.pairs}
+    safe_csv.write(paths[2], [["student_a", "student_b", "similarity", "tokens", "matching_tokens", "listed"]]
+                   + [[a, b, f"{score:.3f}", tokens, fewer, "yes" if (a, b) in listed else ""]
+                      for a, b, score, tokens, fewer in sorted(sim.scores, key=lambda t: -t[2])])
     safe_csv.write(paths[3], [["student", "exercise", "similarity", "tokens"]]
                    + [[c.left, c.exercise, f"{c.similarity:.3f}", c.tokens[0]] for c in sim.model])
     safe_csv.write(paths[4], [["student", *assignments, "total", "max"]]
@@ -168,8 +167,10 @@ def _data(folder: Path, assignment: str, rows: list[Row], stats: list[ExerciseSt
                        "groups": [{"kind": g.kind, "what": g.title, "key": g.key, "example": g.example,
                                    "students": g.students}
                                   for g in s.groups]} for s in stats],
-        "similarity": {"threshold": sim.threshold, "min_tokens": similarity.MIN_TOKENS, "pairs_compared": sim.compared,
-                       "flagged": [{"students": [p.left, p.right], "similarity": p.similarity, "tokens": p.tokens,
+        "similarity": {"threshold": sim.threshold, "min_tokens": similarity.MIN_TOKENS,
+                       "common_share": similarity.COMMON_SHARE, "pairs_compared": sim.compared,
+                       "listed": [{"students": [p.left, p.right], "similarity": p.similarity, "tokens": p.tokens,
+                                   "matching_tokens": list(p.matched),
                                     "exercises": [{"exercise": c.exercise, "similarity": c.similarity,
                                                    "tokens": c.tokens, "matched": c.matched}
                                                   for c in p.comparisons]} for p in sim.pairs],
@@ -204,14 +205,14 @@ def _pair_page(assignment: str, sim: similarity.Similarity, pair: similarity.Pai
              "written independently, above all for short answers and for the natural way to write a small "
              "function. The highlighted passages are the same once names, comments and spacing are set aside; "
              "what the course gave (the released notebook) is never counted.</p>",
-             f"<p>Over the assignment: <b>{_pct(pair.similarity, 1)}</b> of both students' code "
-             f"({pair.tokens} tokens) matches the other's.</p>"]
+             f"<p>Over the assignment: <b>{_pct(pair.similarity, 1)}</b> of both students' code matches the "
+             f"other's, each passage weighed by how few in the class wrote it ({pair.matched[0]} and "
+             f"{pair.matched[1]} of their {pair.tokens} Python tokens outside the class's common passages "
+             "match).</p>"]
     for c in pair.comparisons:
         ex = sim.exercises[c.exercise]
         left, right = ex.passages(pair.left, pair.right)
-        flag = " (flagged)" if c.judged and c.similarity >= sim.threshold else \
-            " (too short to be evidence)" if not c.judged else ""
-        parts += [f"<h2>{_e(c.exercise)}: {_pct(c.similarity, 1)}{flag}</h2>",
+        parts += [f"<h2>{_e(c.exercise)}: {_pct(c.similarity, 1)}</h2>",
                   '<div class="side">',
                   f"<div><h3>{_e(pair.left)} ({c.tokens[0]} tokens, {c.matched[0]} matching)</h3>"
                   f"<pre>{_marked(ex.code[pair.left], left)}</pre></div>",
@@ -223,13 +224,14 @@ def _pair_page(assignment: str, sim: similarity.Similarity, pair: similarity.Pai
 def _model_page(assignment: str, sim: similarity.Similarity, student: str, comparisons) -> str:
     parts = [f'<p><a href="../{PAGE}">&larr; {_e(assignment)}: the class report</a></p>',
              f"<h1>{_e(student)} and the model answer</h1>",
-             '<p class="note">Evidence for a person to read: an answer this close to the course\'s own solution may '
-             "come from a leaked solution, or be the natural way to write it.</p>"]
+             '<p class="note">Evidence for a person to read: these answers repeat the course\'s own solution, '
+             "names included, in passages few of the class wrote that way. A leaked solution, or a student "
+             "who writes as the course does: ask before concluding.</p>"]
     for c in comparisons:
-        ex, ref = sim.exercises[c.exercise], sim.reference[c.exercise]
-        left, right = ex.passages(student, similarity.MODEL, ref)
+        ref = sim.reference[c.exercise]
+        left, right = ref.passages(student, similarity.MODEL)
         parts += [f"<h2>{_e(c.exercise)}: {_pct(c.similarity, 1)}</h2>", '<div class="side">',
-                  f"<div><h3>{_e(student)}</h3><pre>{_marked(ex.code[student], left)}</pre></div>",
+                  f"<div><h3>{_e(student)}</h3><pre>{_marked(ref.code[student], left)}</pre></div>",
                   f"<div><h3>the model answer</h3><pre>{_marked(ref.code[similarity.MODEL], right)}</pre></div></div>"]
     return _doc(f"{assignment}: {student} and the model answer", "".join(parts[2:]), "".join(parts[:2]))
 
@@ -252,7 +254,7 @@ def _groups_html(s: ExerciseStats) -> str:
 
 def _page(course: Course, assignment: str, rows: list[Row], stats: list[ExerciseStats], sim: similarity.Similarity,
           figures: dict[str, Path], assignments: list[str], scores: dict, model_pages: dict[str, str],
-          pair_pages: dict[tuple[str, str], str], data: list[Path]) -> str:
+          pair_pages: dict[tuple[str, str], str], data: list[Path], points: dict[str, float]) -> str:
     graded = [r for r in rows if r.score is not None]
     failed = [r for r in rows if r.status.startswith("failed")]
     late = [r for r in graded if r.seconds_late > 0]
@@ -264,7 +266,11 @@ def _page(course: Course, assignment: str, rows: list[Row], stats: list[Exercise
            f"{len(late)} late. Made {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC from the gradebook and the "
            "judge's verdicts. The data behind this page: "
            + ", ".join(f'<a href="{_e(p.name)}">{_e(p.name)}</a>' for p in data) + ".</p>",
-           '<h2 id="scores">Scores</h2>', _img(figures["scores"], "total scores"),
+           '<h2 id="scores">Scores</h2>']
+    waiting = plots.pending(rows, points)
+    if waiting:
+        out.append(f'<p class="note">Not final yet: {_e(waiting)}.</p>')
+    out += [_img(figures["scores"], "total scores" + (f" ({waiting})" if waiting else "")),
            _img(figures["exercises"], "marks per exercise"),
            '<h2 id="exercises">Exercises</h2>',
            '<table><tr><th>exercise</th><th class="n">points</th><th class="n">full</th><th class="n">partial</th>'
@@ -279,33 +285,47 @@ def _page(course: Course, assignment: str, rows: list[Row], stats: list[Exercise
     out += ['<h2 id="mistakes">What went wrong, per exercise</h2>',
             "<p>The students who lost points on an exercise, grouped by what the judge's message names (the "
             "failing case and the values it quotes set aside), largest group first, each described by one "
-            "student's message. Not answered, crashes and time-outs are groups of their own.</p>",
+            "student's message. An exception raised at a line of the student's code is a bug, grouped by what "
+            "was raised; not answered, crashes (the code's process died) and time-outs are groups of their "
+            "own.</p>",
             _img(figures["mistakes"], "the most common mistakes")]
     for s in stats:
         out += [f'<h3 id="ex-{_e(s.exercise)}">{_e(s.exercise)} {_e(s.title)}: {s.failing} of {s.graded} lost '
                 "points</h3>", _groups_html(s)]
+    listed, shown = sim.pairs[:MAX_PAIR_PAGES], len(sim.pairs) > MAX_PAIR_PAGES
     out += ['<h2 id="similarity">Code similarity</h2>',
             '<p class="note">Evidence for a person to read, never an automatic penalty. Every student\'s answer to '
             "each exercise is compared with every other's (winnowing, as MOSS does, through copydetect; names, "
-            "comments and spacing set aside; the released notebook's code and the passages more than "
-            f"{similarity.COMMON} students share removed). A pair is listed when at least "
-            f"{_pct(sim.threshold, 1)} of both students' code matches, over the assignment or on one exercise of "
-            f"at least {similarity.MIN_TOKENS} tokens each (shorter answers, such as <code>return a * b</code>, "
-            "flag no one).</p>",
-            f"<p>{sim.compared} pairs of students compared; {len(sim.pairs)} listed"
+            "comments, spacing and the order of independent lines set aside; the released notebook's code "
+            "removed). A passage weighs by how few students wrote it: one that more than "
+            f"{_pct(similarity.COMMON_SHARE, 1)} of the class wrote is the natural way to write it and weighs "
+            f"nothing. A pair is listed when at least {_pct(sim.threshold, 1)} of both students' code, so "
+            f"weighed, matches over the assignment, and at least {similarity.MIN_TOKENS} Python tokens of "
+            "each one's code match (one natural line in common, such as <code>return grad * self.output</code>, "
+            "lists no one).</p>",
+            f'<p class="listed"><b>{sim.compared} pairs of students compared; {len(sim.pairs)} listed</b>'
             + (f" (the {MAX_PAIR_PAGES} most similar are shown, each with a page; similarity.csv lists every pair)"
-               if len(sim.pairs) > MAX_PAIR_PAGES else "") + ".</p>"]
-    if sim.pairs:
-        out.append('<table><tr><th>students</th><th class="n" style="width:7em">overall</th>'
-                   "<th>exercises at the threshold</th></tr>")
-        for p in sim.pairs[:MAX_PAIR_PAGES]:
+               if shown else "") + ".</p>"]
+    if listed:
+        out.append('<table><tr><th>students</th><th class="n" style="width:7em">similarity</th>'
+                   "<th>exercises with code in common (each one's similarity)</th></tr>")
+        for p in listed:
             link = pair_pages.get((p.left, p.right))
             who = f"{_e(p.left)} and {_e(p.right)}"
-            flagged = p.flagged_exercises(sim.threshold)
             out.append(f"<tr><td>{f'<a href={chr(34)}{_e(link)}{chr(34)}>{who}</a>' if link else who}</td>"
                        f'<td class="n">{_pct(p.similarity, 1)}</td><td>'
-                       + ", ".join(f"{_e(c.exercise)} ({_pct(c.similarity, 1)})" for c in flagged) + "</td></tr>")
+                       + ", ".join(f"{_e(c.exercise)} ({_pct(c.similarity, 1)})" for c in p.comparisons) + "</td></tr>")
         out.append("</table>")
+    else:
+        out.append("<p>No pair of students is listed.</p>")
+    below = [t for t in sorted(sim.scores, key=lambda t: -t[2]) if (t[0], t[1]) not in pair_pages][:NEXT_PAIRS]
+    if below:
+        out.append(f"<details><summary>For comparison, the {len(below)} most similar pairs not listed</summary>"
+                   '<table><tr><th>students</th><th class="n" style="width:7em">similarity</th>'
+                   '<th class="n" style="width:9em">matching tokens</th></tr>'
+                   + "".join(f'<tr><td>{_e(a)} and {_e(b)}</td><td class="n">{_pct(score, 1)}</td>'
+                             f'<td class="n">{fewer}</td></tr>' for a, b, score, _, fewer in below)
+                   + "</table></details>")
     out.append("<h3>Close to the model answer</h3>")
     if sim.model:
         by_student: dict[str, list] = {}
@@ -318,7 +338,7 @@ def _page(course: Course, assignment: str, rows: list[Row], stats: list[Exercise
                        + ", ".join(f"{_e(c.exercise)} ({_pct(c.similarity, 1)})" for c in found) + "</td></tr>")
         out.append("</table>")
     else:
-        out.append("<p>No answer long enough is at the threshold of the model answer.</p>")
+        out.append("<p>No student's answers repeat the model answer in passages the class did not converge on.</p>")
     out += ['<h2 id="course">The course so far</h2>', _img(figures["course"], "the course so far"),
             f"<details><summary>Every student's score per assignment ({len(scores)} students)</summary><table>"
             "<tr><th>student</th>" + "".join(f'<th class="n">{_e(a)}</th>' for a in assignments) + "</tr>"]
@@ -349,7 +369,7 @@ def write(course: Course, assignment: str, rows: list[Row], cells: list[tuple[st
     pages = folder / PAIRS
     if pages.is_symlink():   # a link, even to a folder, is removed, never followed
         pages.unlink()
-    shutil.rmtree(pages, ignore_errors=True)   # a pair no longer flagged loses its page
+    shutil.rmtree(pages, ignore_errors=True)   # a pair no longer listed loses its page
     pages.mkdir()
     pair_pages = {}
     for pair in sim.pairs[:MAX_PAIR_PAGES]:
@@ -364,6 +384,6 @@ def write(course: Course, assignment: str, rows: list[Row], cells: list[tuple[st
         model_pages[student] = f"{PAIRS}/{student}--model-answer.html"
     page = folder / PAGE
     _write(page, _page(course, assignment, rows, stats, sim, figures, assignments, scores, model_pages,
-                       pair_pages, data))
+                       pair_pages, data, {g: p for _, g, p in cells}))
     return Report(page, [*data, figures["exercises"], figures["mistakes"], figures["course"]],
                   sum(len(s.groups) for s in stats), len(sim.pairs))

@@ -10,7 +10,7 @@ matplotlib.use("Agg")  # files only, no display; before pyplot is imported
 import matplotlib.pyplot as plt  # noqa: E402
 
 from autograder.analytics.gradebook import Row  # noqa: E402
-from autograder.analytics.misconceptions import BUG, CRASH, TIMEOUT  # noqa: E402
+from autograder.analytics.misconceptions import BUG, CRASH, TIMEOUT, WHERE, Group  # noqa: E402
 from autograder.analytics.statistics import ExerciseStats  # noqa: E402
 from autograder.course.files import replacing  # noqa: E402
 
@@ -23,13 +23,28 @@ def _save(fig, path: Path) -> None:
     plt.close(fig)
 
 
-def scores(path: Path, assignment: str, rows: list[Row], max_score: float) -> None:
+def pending(rows: list[Row], points: dict[str, float]) -> str:
+    """What the scores do not hold yet: the points of answers waiting to be graded by hand ('' if none).
+    ``points``: grade_id -> its points."""
+    waiting = [sum(points.get(g, 0.0) for g, score in r.cells.items() if score is None)
+               for r in rows if r.score is not None]
+    students = sum(1 for w in waiting if w)
+    if not students:
+        return ""
+    return (f"{students} of {len(waiting)} students have written answers still to grade by hand "
+            f"(up to {max(waiting):g} points each not counted yet)")
+
+
+def scores(path: Path, assignment: str, rows: list[Row], max_score: float,
+           points: dict[str, float] | None = None) -> None:
+    """The histogram of the total scores; ``points`` (grade_id -> points) says which are still pending."""
     values = [r.score for r in rows if r.score is not None]
-    fig, ax = plt.subplots(figsize=(7, 3.6))
+    waiting = pending(rows, points or {})
+    fig, ax = plt.subplots(figsize=(7, 3.6 + 0.3 * bool(waiting)))
     # One bar per point when points are few, so that a bar is a score; else 20 equal bins.
     bins = [b - 0.5 for b in range(int(max_score) + 2)] if max_score <= 30 else 20
     ax.hist(values, bins=bins, range=(0, max_score), color="#4C72B0", edgecolor="white")
-    ax.set(title=f"{assignment}: total scores ({len(values)} graded)",
+    ax.set(title=f"{assignment}: total scores ({len(values)} graded)" + (f"\n{waiting}" if waiting else ""),
            xlabel=f"score after the late penalty (out of {max_score:g})", ylabel="students")
     ax.yaxis.get_major_locator().set_params(integer=True)  # type: ignore[call-arg]  # MaxNLocator's
     _save(fig, path)
@@ -61,15 +76,21 @@ def misconceptions(path: Path, assignment: str, stats: list[ExerciseStats], top:
     time-out: not those who did not answer), across the assignment."""
     mistakes = [g for s in stats for g in s.groups if g.kind in (BUG, CRASH, TIMEOUT)]
     groups = sorted(mistakes, key=lambda g: -len(g.students))[:top][::-1]
-    fig, ax = plt.subplots(figsize=(9, 1.2 + 0.55 * max(1, len(groups))))
-    labels = [textwrap.shorten(f"{g.exercise}: {g.title}", 110, placeholder=" …") for g in groups]
-    labels = ["\n".join(textwrap.wrap(label, 60)) for label in labels]
+    labels = [label(g) for g in groups]
+    lines = sum(max(2, lab.count("\n") + 1) for lab in labels)
+    fig, ax = plt.subplots(figsize=(9, 1.2 + 0.28 * max(2, lines)))
     ax.barh(range(len(groups)), [len(g.students) for g in groups], color="#C44E52")
     ax.set_yticks(range(len(groups)), labels, fontsize=8)
     ax.set(xlabel="students", title=f"{assignment}: the most common mistakes"
            + ("" if groups else " (none: every lost point was an answer missing)"))
     ax.xaxis.get_major_locator().set_params(integer=True)  # type: ignore[call-arg]
     _save(fig, path)
+
+
+def label(group: Group, width: int = 60) -> str:
+    """A group's label on the chart, whole: the exercise and what went wrong, wrapped, never cut
+    (the diagnosis is often its last words); the line it quotes left out."""
+    return "\n".join(textwrap.wrap(f"{group.exercise}: {WHERE.sub('', group.title)}", width))
 
 
 def course(path: Path, assignments: list[str], scores: dict[str, dict[str, tuple[float, float]]]) -> None:

@@ -3,7 +3,7 @@
 * ``class_report.html``: the instructor's page (:mod:`autograder.analytics.page`): each exercise's
   statistics, what the class got wrong (the judge's messages grouped by bug), code similarity,
   the course so far; self-contained, it opens from disk. Beside it the data it shows, as CSV and
-  JSON, its figures, and ``similarity/``, a page per flagged pair.
+  JSON, its figures, and ``similarity/``, a page per listed pair.
 
 * ``grades.csv``: one row per student who handed something in: status, score (after the late
   penalty, as nbgrader's own export computes it), max score, raw score, late penalty, the student's
@@ -157,7 +157,7 @@ def report(course: Course, assignment: str, lms: list[str] | None = None,
     max_score = sum(points for _, _, points in cells)
     time = times(course, assignment)
     write_csv(folder / "grades.csv", rows, cells, time)
-    plots.scores(folder / "score_histogram.png", assignment, rows, max_score)
+    plots.scores(folder / "score_histogram.png", assignment, rows, max_score, {g: p for _, g, p in cells})
     made = page.write(course, assignment, rows, cells, {"scores": folder / "score_histogram.png"}, threshold)
     return [made.page, folder / "grades.csv", folder / "score_histogram.png", *made.files] \
         + write_lms(course, assignment, rows, max_score, lms, canvas_assignment_id, notes if notes is not None else [],

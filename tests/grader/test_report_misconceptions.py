@@ -26,15 +26,20 @@ def test_one_bug_in_two_cases_and_two_dtypes_is_one_group():
                     "(a minus sign)") != first
 
 
-def test_a_crash_is_grouped_by_what_was_raised_not_where_or_with_which_values():
+def test_an_exception_at_a_line_of_the_students_is_a_bug_grouped_by_what_was_raised():
+    """A wrong answer that raises, the judge quoting the student's line, is a bug of that code (issue
+    37): labelled so, grouped by the exception, whatever line or values it quotes."""
     a = classify("summing over the last axis, float64: Sum.backward: your code raised ValueError: broadcast_to: "
                  "cannot broadcast shape (3,) to (3, 4) (in backward, line 15). put the reduced axes back")
     b = classify("summing over the first axis, float32: Sum.backward: your code raised ValueError: broadcast_to: "
                  "cannot broadcast shape (4, 2) to (3, 4, 2) (in my_helper, line 31). put the reduced axes back")
-    assert a == b and a[0] == CRASH
+    assert a == b and a[0] == BUG
+    assert group("a02-sum", {"ann": "summing over the last axis, float64: Sum.backward: your code raised "
+                             "ValueError: bad (in backward, line 15)"})[0].title.startswith("your code raised")
     assert classify("your code raised KeyError: 'alice' (in f, line 2)") == \
         classify("your code raised KeyError: 'bob' (in g, line 9)")
     assert classify("your code raised KeyError: 'x'")[1] != classify("your code raised IndexError: 'x'")[1]
+    assert classify("your code raised KeyError: 'x'")[0] == CRASH   # no line of the student's to show
     assert classify("the Python process running your code exited with code 3 (os._exit, sys.exit or a crash) "
                     "while this exercise was checked")[0] == CRASH
 

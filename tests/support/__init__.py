@@ -1,6 +1,7 @@
 """What the tests share: the repository's paths, and (one module each) the toy course and its CLI
 (``course``), headless Chromium (``browser``), the engine's Hypothesis strategies
-(``strategies``), synthetic classes from the mutant catalogue (``classes``), the class's hub and
+(``strategies``), synthetic classes from the mutant catalogue (``classes``), a class of
+convergent honest answers with planted copies (``convergent``), the class's hub and
 its people (``hub``), chapters run as a student runs them (``chapters``), hostile submissions
 (``attacks``), the one harness that judges an exercise (``judging``) and feedback pages made
 without a course (``feedback``).
