@@ -151,6 +151,12 @@ def cmd_feedback(course: Course, args) -> int:
     return 1 if report.failed or report.unreleased else 0
 
 
+def cmd_serve(course: Course, args) -> int:
+    from autograder.commands.serve import command
+
+    return command(course, args, format_table)
+
+
 def cmd_report(course: Course, args) -> int:
     from autograder.commands.report import report
     from autograder.course.lms import parse_lms_list
@@ -292,6 +298,10 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("--exchange", nargs="?", const="", metavar="DIR",
                      help="also release the pages (MathJax inside them) to nbgrader's exchange, for the "
                           "students' Fetch Feedback (DIR, or the course's c.Exchange.root)")
+
+    from autograder.commands.serve import add_arguments as serve_arguments
+    serve_arguments(add("serve", cmd_serve, "the grading service: grade each submission in the exchange on submit and "
+                        "release its feedback as the course's policy says; --status, --pause, --off"))
 
     sub = add("report", cmd_report, "the instructor's page (statistics, what the class got wrong, code "
               "similarity), grades CSV, data and plots into reports/<assignment>/")
