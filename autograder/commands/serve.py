@@ -45,7 +45,6 @@ import pwd
 import signal
 import sys
 import threading
-import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -235,14 +234,17 @@ class Service:
         """Poll, then grade the next students in the queue (at most ``jobs``, round-robin; a student
         over the hourly limit waits). Returns whether anything was graded or released."""
         self.poll()
-        if controls(self.course)["paused"] or not self.queue:
+        now = controls(self.course)
+        if now["paused"] or not self.queue:
             return False
         batch: list[tuple[str, str]] = []
         held = []
         while self.queue and len(batch) < self.jobs:
             key = self.queue.popleft()
-            wait = self._over_limit(*key)
-            if wait is None:
+            wait = None if key[0] in now["off"] else self._over_limit(*key)
+            if key[0] in now["off"]:
+                held.append(key)  # kept in line, graded once the assignment is on again
+            elif wait is None:
                 batch.append(key)
             else:
                 held.append(key)
@@ -399,12 +401,12 @@ def score_page(course: Course, assignment: str, student: str, notebook_name: str
                if notebook.is_test(c) and "BEGIN HIDDEN TESTS" not in notebook.text(c.get("source"))]
     with course.gradebook() as gb:
         submission = gb.find_submission_notebook(notebook_name, assignment, student)
-        grades = {g.name: g for g in submission.grades}
+        passed = {g.name: g.score == g.max_score for g in submission.grades}
         score, total = submission.score, submission.max_score
     rows = "".join(
         f"<tr><td>{html.escape(title(notebook.exercise_of(cell)))}</td>"
-        f"<td>{'passed' if grades[cell].score == grades[cell].max_score else 'not passed'}</td></tr>"
-        for cell in visible if cell in grades)
+        f"<td>{'passed' if passed[cell] else 'not passed'}</td></tr>"
+        for cell in visible if cell in passed)
     name = html.escape(f"{assignment}: {notebook_name}")
     return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>Feedback: {name}</title></head>'
             f"<body>\n{note}\n<h1>Feedback: {name}</h1>"

@@ -15,6 +15,7 @@ import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
+import psutil
 import pytest
 
 from autograder.commands.serve import Service, State, policy, refuse_account, set_controls, status_rows
@@ -120,7 +121,7 @@ def test_the_policy_before_the_due_date(course, capsys):
     alice = record(course, "alice", nb=WRONG)
     assert service.step()
     shown = page(course, alice).read_text()
-    assert "Score: 4 out of 7" in shown and "due 2030-01-01 12:00 UTC" in shown
+    assert "Score: 3 out of 7" in shown and "due 2030-01-01 12:00 UTC" in shown
     assert "<td>not passed</td>" in shown and "<td>passed</td>" in shown  # add fails, square passes
     assert "hidden" not in shown.replace("the hidden tests are counted, not shown", "")
     # at most one graded submission an hour: the next waits, and the newest is graded when it may
@@ -188,7 +189,7 @@ def test_a_hostile_inbound_is_refused_as_collect_refuses_it(course):
     for path in [forged, *forged.iterdir()]:
         os.lchown(path, STRANGER, STRANGER)
     try:
-        assert Service(course).step()
+        Service(course).run(0, once=True)
     finally:
         for path in [forged, *forged.iterdir()]:
             os.lchown(path, 0, 0)
@@ -216,8 +217,13 @@ def test_kill_9_mid_grade_loses_nothing_and_grades_nothing_twice(course):
             time.sleep(0.1)
         time.sleep(1.5)  # inside the grading of the first student
     finally:
-        os.killpg(service.pid, signal.SIGKILL)
+        children = psutil.Process(service.pid).children(recursive=True)
+        os.kill(service.pid, signal.SIGKILL)  # the service alone: its workers die with it
         service.wait()
+    _, alive = psutil.wait_procs(children, timeout=30)
+    assert not alive, f"left behind by the killed service: {alive}"
+    before = json.loads(state.read_text())["students"]
+    assert any(entry["status"] != "done" for entry in before.values()), "killed too late: everything was done"
     Service(course, jobs=1).run(0.1, once=True)
     for student, folder in records.items():
         assert score(course, student)[0] == 6
