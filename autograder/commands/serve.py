@@ -209,7 +209,7 @@ class Service:
             due = self.due(assignment)
             if due is not None and self.now() >= due:
                 arrivals += [(assignment, key.split("/", 1)[1]) for key, entry in self.state.students.items()
-                             if key.startswith(f"{assignment}/") and entry.get("withheld")]
+                             if key.startswith(f"{assignment}/") and _owes_full_page(entry)]
         changed = False
         for key in arrivals:
             entry = self.state.entry(*key)
@@ -262,7 +262,7 @@ class Service:
         """When the student may be graded again, or None if now."""
         limit = policy(self.course, assignment).per_hour
         entry = self.state.entry(assignment, student)
-        if limit is None or entry.get("withheld"):  # releasing a withheld page grades nothing new
+        if limit is None or _owes_full_page(entry):  # the due date's page grades nothing new
             return None
         recent = sorted(t for t in entry.get("graded_at", []) if datetime.fromisoformat(t) > self.now() - HOUR)
         entry["graded_at"] = recent
@@ -370,6 +370,12 @@ class Service:
                 return
             if not worked:
                 stop.wait(interval)
+
+
+def _owes_full_page(entry: dict) -> bool:
+    """Whether the student's graded submission was shown less than the full page (the policy before
+    the due date): once the due date has passed, they are owed it."""
+    return entry["status"] == "done" and (entry.get("withheld") or (entry.get("released") or ["", "full"])[1] != "full")
 
 
 def _score_text(course: Course, assignment: str, student: str) -> str:
