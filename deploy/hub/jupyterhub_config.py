@@ -7,6 +7,7 @@ The roster (`roster.csv`: username,role) says who may log in and who teaches.
 """
 import csv
 import os
+import pwd
 import sys
 from pathlib import Path
 
@@ -99,3 +100,22 @@ c.Spawner.environment["JUPYTERHUB_ACTIVITY_INTERVAL"] = str(ACTIVITY_INTERVAL)
 # p95 on 2 cores: well inside Spawner.start_timeout (120 s), with the students already working left
 # their share of the machine. Raise it in proportion to the cores.
 c.JupyterHub.concurrent_spawn_limit = int(os.environ.get("AUTOGRAD_SPAWN_LIMIT", "10"))
+
+# -- Feedback on submit (issue 38; deploy/README.md, "The grading service") --
+# `autograder serve` on one instructor's ~/course, as that instructor (the account whose commands read
+# and write the course: never root, never a student), a managed service the hub starts with itself and
+# starts again if it dies (a kill -9 loses nothing: the service picks up where it was). Opt-in:
+# AUTOGRAD_GRADING_SERVICE=<instructor> when the hub starts, so an instructor grading by hand is
+# never surprised by a second grader.
+GRADING_FOR = os.environ.get("AUTOGRAD_GRADING_SERVICE", "")
+if GRADING_FOR:
+    if GRADING_FOR not in ROLES["instructor"]:
+        raise ValueError(f"AUTOGRAD_GRADING_SERVICE={GRADING_FOR!r} is not an instructor of the roster")
+    c.JupyterHub.services.append({
+        "name": "grading",
+        "user": GRADING_FOR,
+        "command": [str(GRADER / "bin" / "autograder"), "--course", f"{pwd.getpwnam(GRADING_FOR).pw_dir}/course",
+                    "serve", "--exchange", EXCHANGE,
+                    "--jobs", os.environ.get("AUTOGRAD_GRADING_JOBS", str(max(1, (os.cpu_count() or 2) // 2)))],
+        "environment": {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"},
+    })
