@@ -63,6 +63,7 @@ if TYPE_CHECKING:
 
 MODES = ("full", "score", "none")
 HOUR = timedelta(hours=1)
+MAX_ATTEMPTS = 3        # starts of the grading of one submission that the service did not survive
 HISTORY = 5000          # gradings kept in the state for --status and the tests (the oldest dropped)
 
 
@@ -170,7 +171,14 @@ class Service:
         self.root = Path(self.exchange) / course.course_id
         self.state = State(course)
         self.queue: deque[tuple[str, str]] = deque()
-        # after a restart, whoever was waiting or grading goes first, in the order they came
+        # after a restart, whoever was waiting or grading goes first, in the order they came; a
+        # submission the service died on MAX_ATTEMPTS times is not tried again (it would stop everyone)
+        for entry in self.state.students.values():
+            if entry["status"] == "grading" and entry.get("attempts", 0) >= MAX_ATTEMPTS:
+                entry.update(status="failed", attempts=0,
+                             detail=f"the service stopped while grading this submission {MAX_ATTEMPTS} times: not "
+                                    "tried again until the student submits again")
+                self.state.save()
         pending = sorted((entry.get("since", ""), key) for key, entry in self.state.students.items()
                          if entry["status"] in ("waiting", "grading"))
         for _, key in pending:
@@ -255,7 +263,16 @@ class Service:
             self.state.save()
             return False
         for assignment in dict.fromkeys(a for a, _ in batch):
-            self._grade(assignment, [s for a, s in batch if a == assignment])
+            students = [s for a, s in batch if a == assignment]
+            try:
+                self._grade(assignment, students)
+            except KeyboardInterrupt:
+                raise
+            except Exception as error:  # one submission's surprise stops no one else's grading
+                for student in students:
+                    self._set(assignment, student, "failed", f"the service failed on it: {type(error).__name__}: "
+                                                             f"{error}")
+                self.state.save()
         return True
 
     def _over_limit(self, assignment: str, student: str) -> datetime | None:
@@ -269,6 +286,7 @@ class Service:
         return datetime.fromisoformat(recent[-limit]) + HOUR if len(recent) >= limit else None
 
     def _set(self, assignment: str, student: str, status: str, detail: str = "", **more: Any) -> None:
+        more.setdefault("attempts", 0)  # only "grading" counts the attempts; any outcome ends them
         self.state.entry(assignment, student).update(status=status, detail=detail, **more)
 
     def _grade(self, assignment: str, students: list[str]) -> None:
@@ -276,7 +294,8 @@ class Service:
         from autograder.commands.grade import grade
 
         for student in students:
-            self._set(assignment, student, "grading")
+            tried = self.state.entry(assignment, student).get("attempts", 0)
+            self._set(assignment, student, "grading", attempts=tried + 1)
         self.state.save()
         try:
             rules = policy(self.course, assignment)

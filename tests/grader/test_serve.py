@@ -234,3 +234,29 @@ def test_kill_9_mid_grade_loses_nothing_and_grades_nothing_twice(course):
         assert len(gb.find_assignment(ASSIGNMENT).submissions) == 3
     assert all(row[2] == "done" for row in status_rows(course))
     assert sorted(set(graded(course))) == ["alice", "bob", "carol"]
+
+
+def test_a_submission_that_breaks_the_service_stops_no_one_else(course, monkeypatch):
+    from autograder.commands import collect
+
+    real = collect.collect_exchange
+
+    def breaks_on_bob(course, assignment, exchange=None, students=None):
+        if "bob" in (students or ()):
+            raise RuntimeError("a surprise")
+        return real(course, assignment, exchange, students)
+
+    monkeypatch.setattr(collect, "collect_exchange", breaks_on_bob)
+    record(course, "bob")
+    alice = record(course, "alice")
+    Service(course).run(0, once=True)
+    rows = {row[1]: row for row in status_rows(course)}
+    assert rows["bob"][2:5:2] == ["failed", "the service failed on it: RuntimeError: a surprise"]
+    assert rows["alice"][2] == "done" and page(course, alice).exists()
+    # the service died while grading bob three times (kill -9, out of memory): not a fourth
+    state = State(course)
+    state.students[f"{ASSIGNMENT}/bob"].update(status="grading", attempts=3)
+    state.save()
+    Service(course).run(0, once=True)
+    rows = {row[1]: row for row in status_rows(course)}
+    assert rows["bob"][2] == "failed" and "stopped while grading this submission 3 times" in rows["bob"][4]
