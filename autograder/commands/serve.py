@@ -403,6 +403,12 @@ def _score_text(course: Course, assignment: str, student: str) -> str:
         return f"{submission.score:g}/{submission.max_score:g}"
 
 
+# The submission's time in the reader's own time zone (the UTC text stays where scripts do not run).
+LOCAL_TIME = ("for (const t of document.querySelectorAll('.submission-note time')) {"
+              " const d = new Date(t.dateTime);"
+              " if (!isNaN(d)) t.textContent = d.toLocaleString(undefined, {dateStyle: 'full', timeStyle: 'long'}); }")
+
+
 def submission_note(stamp: str, due: datetime | None) -> str:
     """What every page says first: which submission it is about, and what decides the grade."""
     when = _stamp(stamp)
@@ -414,7 +420,8 @@ def submission_note(stamp: str, due: datetime | None) -> str:
             f'<p>This feedback is about your submission of <time datetime="{html.escape(iso)}">'
             f"{html.escape(shown)}</time>.</p>"
             f"<p>The grade that counts is the one of the submission the due date decides{html.escape(due_text)}: "
-            "you may submit again until then, and your latest submission is graded.</p></div>")
+            "you may submit again until then, and your latest submission is graded.</p>"
+            f"<script>{LOCAL_TIME}</script></div>")
 
 
 def score_page(course: Course, assignment: str, student: str, notebook_name: str, note: str) -> str:
@@ -530,6 +537,9 @@ def command(course: Course, args, table: Callable[[list[str], list[list[str]]], 
               else "no submission seen yet")
         return 0
     refuse_account(course)
+    # the course's folder as the working one: where it was started (a hub's own folder, say) may be
+    # one this account cannot enter, and the grading workers it forks would fail there
+    os.chdir(course.root)
     access = None
     if args.scheduler:
         from autograder.grading.executors import ClusterAccess

@@ -111,10 +111,12 @@ GRADING_FOR = os.environ.get("AUTOGRAD_GRADING_SERVICE", "")
 if GRADING_FOR:
     if GRADING_FOR not in ROLES["instructor"]:
         raise ValueError(f"AUTOGRAD_GRADING_SERVICE={GRADING_FOR!r} is not an instructor of the roster")
+    GRADING_HOME = pwd.getpwnam(GRADING_FOR).pw_dir
     c.JupyterHub.services.append({
         "name": "grading",
         "user": GRADING_FOR,
-        "command": [str(GRADER / "bin" / "autograder"), "--course", f"{pwd.getpwnam(GRADING_FOR).pw_dir}/course",
+        "cwd": GRADING_HOME,  # not the hub's own folder (root's, 0700), which the grading workers could not enter
+        "command": [str(GRADER / "bin" / "autograder"), "--course", f"{GRADING_HOME}/course",
                     "serve", "--exchange", EXCHANGE,
                     "--jobs", os.environ.get("AUTOGRAD_GRADING_JOBS", str(max(1, (os.cpu_count() or 2) // 2)))],
         "environment": {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"},
