@@ -22,14 +22,12 @@ from autograder.course import exchange as exchange_module
 from support.course import (
     ASSIGNMENT,
     NOTEBOOK,
-    SOLUTIONS,
     autograder,
     inbound,
-    make_course,
     record,
+    released_to_exchange,
     source_notebook,
     table,
-    use_toy_catalogue,
 )
 
 pytestmark = [pytest.mark.xdist_group("autograder")]
@@ -38,13 +36,7 @@ STRANGER = 4243  # a uid with no account: a student who is not the one the recor
 
 @pytest.fixture
 def course(tmp_path, monkeypatch):
-    use_toy_catalogue(monkeypatch)
-    course = make_course(tmp_path / "course")
-    exchange = tmp_path / "exchange"
-    exchange.mkdir()
-    (course.root / "nbgrader_config.py").open("a").write(f"\nc.Exchange.root = {str(exchange)!r}\n")
-    assert autograder(course, "release", ASSIGNMENT, "--solutions", str(SOLUTIONS), "--exchange") == 0
-    return course
+    return released_to_exchange(tmp_path, monkeypatch)
 
 
 def test_no_record_speaks_for_another_reaches_through_a_link_or_stops_the_collect(course, tmp_path, capsys):

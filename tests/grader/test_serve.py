@@ -25,13 +25,11 @@ from autograder.course.exchange import feedback_name
 from support.course import (
     ASSIGNMENT,
     NOTEBOOK,
-    SOLUTIONS,
     autograder,
     inbound,
-    make_course,
     record,
+    released_to_exchange,
     table,
-    use_toy_catalogue,
     with_solution,
 )
 
@@ -42,14 +40,7 @@ WRONG = with_solution("a00-add", "def add(x, y):\n    return x - y\n")
 
 @pytest.fixture
 def course(tmp_path, monkeypatch):
-    use_toy_catalogue(monkeypatch)
-    course = make_course(tmp_path / "course")
-    exchange = tmp_path / "exchange"
-    exchange.mkdir()
-    with open(course.root / "nbgrader_config.py", "a") as config:
-        config.write(f"\nc.Exchange.root = {str(exchange)!r}\n")
-    assert autograder(course, "release", ASSIGNMENT, "--solutions", str(SOLUTIONS), "--exchange") == 0
-    return course
+    return released_to_exchange(tmp_path, monkeypatch)
 
 
 def configure(course, text: str) -> None:

@@ -71,6 +71,18 @@ def submit(course: Course, student: str, nb: dict | str, timestamp: str = TIMEST
     return folder
 
 
+def released_to_exchange(root: Path, monkeypatch) -> Course:
+    """The toy course in ``root/course``, released to the exchange folder ``root/exchange`` (its
+    ``c.Exchange.root``), as ``autograder release --exchange`` publishes it."""
+    use_toy_catalogue(monkeypatch)
+    course = make_course(root / "course")
+    (root / "exchange").mkdir()
+    with open(course.root / "nbgrader_config.py", "a") as config:
+        config.write(f"\nc.Exchange.root = {str(root / 'exchange')!r}\n")
+    assert autograder(course, "release", ASSIGNMENT, "--solutions", str(SOLUTIONS), "--exchange") == 0
+    return course
+
+
 def inbound(course: Course) -> Path:
     """The exchange's inbound folder of the course (``c.Exchange.root`` set in its config)."""
     return Path(course.exchange_config().Exchange.root) / course.course_id / "inbound"
