@@ -430,7 +430,7 @@ def score_page(course: Course, assignment: str, student: str, notebook_name: str
 
     source = notebook.read(course.source_dir(assignment) / f"{notebook_name}.ipynb")
     visible = [notebook.grade_id(c) for c in source.cells
-               if notebook.is_test(c) and "BEGIN HIDDEN TESTS" not in notebook.text(c.get("source"))]
+               if notebook.is_test(c) and notebook.BEGIN_HIDDEN not in notebook.text(c.get("source"))]
     with course.gradebook() as gb:
         submission = gb.find_submission_notebook(notebook_name, assignment, student)
         passed = {g.name: g.score == g.max_score for g in submission.grades}
