@@ -77,6 +77,17 @@ def test_a_submission_is_graded_and_its_feedback_released_with_no_instructor_com
     assert stamp[:19] in shown and "The grade that counts is the one of the submission the due date decides" in shown
     assert "BEGIN HIDDEN TESTS" not in shown
     assert not page(course, first).exists()
+    # in the student's browser: the math typeset, nothing fetched from elsewhere, and the
+    # submission's time rewritten in the reader's own time zone by the page itself
+    from support.browser import Chromium
+
+    with Chromium() as chromium:
+        seen = chromium.open(page(course, latest).as_uri(), probe="""({
+            typeset: document.querySelectorAll('mjx-container').length,
+            time: document.querySelector('.submission-note time').textContent})""")
+    assert [url for url in seen.requests if not url.startswith(("file:", "data:"))] == []
+    assert seen.probe["typeset"] > 0 and not seen.errors, seen.errors
+    assert seen.probe["time"] != stamp[:19] + " UTC" and stamp[:4] in seen.probe["time"], seen.probe
     rows = {row[1]: row for row in status_rows(course)}
     assert rows["alice"][2] == "done" and rows["alice"][4] == "6/7; feedback released (full)"
     # nothing new: nothing graded again, and the instructor's commands see the same gradebook
