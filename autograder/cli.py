@@ -188,6 +188,12 @@ def cmd_feedback(course: Course, args) -> int:
     return 1 if report.failed or report.unreleased else 0
 
 
+def cmd_serve(course: Course, args) -> int:
+    from autograder.commands.serve import command
+
+    return command(course, args, format_table)
+
+
 def cmd_report(course: Course, args) -> int:
     from autograder.commands.report import report
     from autograder.course.lms import parse_lms_list
@@ -392,6 +398,10 @@ def build_parser() -> argparse.ArgumentParser:
                           "students' Fetch Feedback (DIR, or the course's c.Exchange.root)")
     sub.add_argument("--students", help="comma-separated student ids (default: every student graded), "
                                         "e.g. those a --regrade changed")
+
+    from autograder.commands.serve import add_arguments as serve_arguments
+    serve_arguments(add("serve", cmd_serve, "the grading service: grade each submission in the exchange on submit and "
+                        "release its feedback as the course's policy says; --status, --pause, --off"))
 
     sub = add("report", cmd_report, "the instructor's page (statistics, what the class got wrong, code "
               "similarity), grades CSV, data and plots into reports/<assignment>/")

@@ -47,7 +47,7 @@ import os
 import shutil
 import stat
 import zipfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
@@ -286,7 +286,8 @@ def _due_date(course: Course, assignment: str) -> datetime | None:
     return None if due is None else due.replace(tzinfo=timezone.utc)
 
 
-def collect_exchange(course: Course, assignment: str, exchange: str | Path | None = None) -> CollectReport:
+def collect_exchange(course: Course, assignment: str, exchange: str | Path | None = None,
+                     students: Collection[str] | None = None) -> CollectReport:
     """Import what students submitted from JupyterLab's Assignments tab (nbgrader's exchange).
 
     The exchange is read by :func:`autograder.course.exchange.read_inbound`, not nbgrader's own
@@ -295,7 +296,8 @@ def collect_exchange(course: Course, assignment: str, exchange: str | Path | Non
     notebooks only, timed by when its files last changed. From there the notebooks go through the
     same checks and the same all-or-nothing import per student as an LMS export; the submission's
     secret (which names the student's feedback in the exchange) is kept beside it. With
-    ``c.ExchangeCollect.before_duedate`` the latest record before the due date is taken.
+    ``c.ExchangeCollect.before_duedate`` the latest record before the due date is taken. With
+    ``students``, only the records named for them are read (the grading service's one student).
     """
     config = course.exchange_config(exchange)
     root = Path(config.Exchange.root)
@@ -307,7 +309,7 @@ def collect_exchange(course: Course, assignment: str, exchange: str | Path | Non
     before = _due_date(course, assignment) if config.ExchangeCollect.get("before_duedate") else None
     try:
         found = read_inbound(inbound, assignment, course.notebooks(assignment), _released_entries(course, assignment),
-                             before=before)
+                             before=before, students=students)
     except OSError as error:
         raise CourseError(str(error)) from None
     report.skipped += [(name, reason) for name, reason in found.skipped]

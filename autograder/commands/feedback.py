@@ -35,6 +35,7 @@ import importlib.metadata
 import os
 import re
 import shutil
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -327,39 +328,50 @@ def inline_mathjax(html: str) -> str:
     return f'{html[:tag.start()]}<script id="MathJax-script">{code}</script>{html[tag.end():]}'
 
 
+def with_note(html: str, note: str) -> str:
+    """The page with ``note`` (our own HTML, never a student's) first in its body."""
+    body = re.search(r"<body\b[^>]*>", html)
+    if body is None:
+        raise CourseError("the feedback page has no <body> to put the submission's note in: the template changed")
+    return f"{html[:body.end()]}\n{note}\n{html[body.end():]}"
+
+
 def feedback(course: Course, assignment: str, exchange: str | Path | None = None,
-             only: list[str] | None = None) -> FeedbackReport:
+             students: Collection[str] | None = None, note: Callable[[str], str] | None = None) -> FeedbackReport:
     """Write feedback/<student>/<assignment>/*.html for every autograded student.
 
     A student whose page cannot be made is reported with the reason; the others' pages are written.
     With ``exchange`` (``None`` for no exchange, ``""`` for the course's ``c.Exchange.root``) the
     pages carry MathJax inside them and each student's are put in the exchange, where their
     *Fetch Feedback* finds them (by the submission's secret, as nbgrader's release_feedback names
-    them; :func:`autograder.course.exchange.release_feedback`). ``only``: these students alone
-    (those a regrade changed, say).
+    them; :func:`autograder.course.exchange.release_feedback`). ``students``: only these (the
+    grading service's one student, or those a regrade changed); ``note(student)``: HTML put at the
+    top of that student's pages (which submission the page is about).
     """
     release = course.exchange_config(exchange) if exchange is not None else None  # a missing exchange fails first
-    students = [s for s in course.submitted_students(assignment) if course.autograded_dir(s, assignment).is_dir()]
-    if not students:
+    only = None if students is None else set(students)
+    graded = [s for s in course.submitted_students(assignment) if course.autograded_dir(s, assignment).is_dir()]
+    if not graded:
         raise CourseError(f"nothing autograded for {assignment} yet: run `autograder grade {assignment}` first")
     if only is not None:
-        unknown = sorted(set(only) - set(students))
+        unknown = sorted(only - set(graded))
         if unknown:
             raise CourseError(f"no graded submission of {assignment} from: {', '.join(unknown)}")
-        students = [s for s in students if s in only]
+    chosen = [s for s in graded if only is None or s in only]
     config = configure_feedback(course.config())
     config.GenerateFeedback.exporter_class = SafeHTMLExporter
     api = course.api(config)
     report = FeedbackReport()
-    for student in students:
+    for student in chosen:
         try:
-            report.pages += _student_feedback(course, api, assignment, student, inline=release is not None)
+            report.pages += _student_feedback(course, api, assignment, student, inline=release is not None,
+                                              note=note(student) if note else "")
         except Exception as error:  # this student's page only; the reason goes in the report
             message = str(error) if isinstance(error, CourseError) else f"{type(error).__name__}: {error}"
             report.failed.append((student, message))
     if release is not None:
         outbound = Path(release.Exchange.root) / course.course_id / "feedback"
-        _release_all(course, assignment, students, outbound, report)
+        _release_all(course, assignment, chosen, outbound, report)
     return report
 
 
@@ -391,7 +403,8 @@ def _release_all(course: Course, assignment: str, students: list[str], outbound:
         report.released.append(student)
 
 
-def _student_feedback(course: Course, api, assignment: str, student: str, inline: bool = False) -> list[Path]:
+def _student_feedback(course: Course, api, assignment: str, student: str, inline: bool = False,
+                      note: str = "") -> list[Path]:
     with temp_attrs(api.coursedir, assignment_id=assignment, student_id=student):
         app = GenerateFeedback(coursedir=api.coursedir, parent=api)
         app.force = True
@@ -416,5 +429,7 @@ def _student_feedback(course: Course, api, assignment: str, student: str, inline
             raise CourseError(f"{page.name} would load something from the network ({remote.group(0)[:100]}); "
                               "page removed")
         html = CONTROL.sub("", html)
+        if note:
+            html = with_note(html, note)
         page.write_text(inline_mathjax(html) if inline else html)
     return pages

@@ -7,6 +7,7 @@ The roster (`roster.csv`: username,role) says who may log in and who teaches.
 """
 import csv
 import os
+import pwd
 import sys
 from pathlib import Path
 
@@ -105,3 +106,24 @@ c.JupyterHub.concurrent_spawn_limit = int(os.environ.get("AUTOGRAD_SPAWN_LIMIT",
 # spawn p95 114 s). A few seconds, spread at random so the waiting class does not retry in step.
 c.JupyterHub.spawn_throttle_retry_range = (3, 8)
 c.JupyterHub.template_paths = [str(HERE / "templates")]
+
+# -- Feedback on submit (issue 38; deploy/README.md, "The grading service") --
+# `autograder serve` on one instructor's ~/course, as that instructor (the account whose commands read
+# and write the course: never root, never a student), a managed service the hub starts with itself and
+# starts again if it dies (a kill -9 loses nothing: the service picks up where it was). Opt-in:
+# AUTOGRAD_GRADING_SERVICE=<instructor> when the hub starts, so an instructor grading by hand is
+# never surprised by a second grader.
+GRADING_FOR = os.environ.get("AUTOGRAD_GRADING_SERVICE", "")
+if GRADING_FOR:
+    if GRADING_FOR not in ROLES["instructor"]:
+        raise ValueError(f"AUTOGRAD_GRADING_SERVICE={GRADING_FOR!r} is not an instructor of the roster")
+    GRADING_HOME = pwd.getpwnam(GRADING_FOR).pw_dir
+    c.JupyterHub.services.append({
+        "name": "grading",
+        "user": GRADING_FOR,
+        "cwd": GRADING_HOME,  # not the hub's own folder (root's, 0700), which the grading workers could not enter
+        "command": [str(GRADER / "bin" / "autograder"), "--course", f"{GRADING_HOME}/course",
+                    "serve", "--exchange", EXCHANGE,
+                    "--jobs", os.environ.get("AUTOGRAD_GRADING_JOBS", str(max(1, (os.cpu_count() or 2) // 2)))],
+        "environment": {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"},
+    })

@@ -32,10 +32,13 @@ def hub_install():
 
 
 @pytest.fixture(scope="module")
-def hub(hub_install):
+def hub(hub_install, request):
     root = Path(tempfile.mkdtemp(prefix="autograd-hub-test-"))
     root.chmod(0o755)  # every user's server reads the configuration under it
     hub = Hub(root)
+    # a test module's own settings of the hub (HUB_ENV: {variable: value, "{instructor}" is its instructor})
+    hub.env.update({name: value.format(instructor=hub.instructor)
+                    for name, value in getattr(request.module, "HUB_ENV", {}).items()})
     done = hub.command("site", timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     try:  # a roster made half-way is removed too

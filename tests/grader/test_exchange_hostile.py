@@ -12,10 +12,8 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 import shutil
 from datetime import datetime, timedelta, timezone
-from pathlib import Path
 
 import pytest
 
@@ -24,12 +22,12 @@ from autograder.course import exchange as exchange_module
 from support.course import (
     ASSIGNMENT,
     NOTEBOOK,
-    SOLUTIONS,
     autograder,
-    make_course,
+    inbound,
+    record,
+    released_to_exchange,
     source_notebook,
     table,
-    use_toy_catalogue,
 )
 
 pytestmark = [pytest.mark.xdist_group("autograder")]
@@ -38,28 +36,7 @@ STRANGER = 4243  # a uid with no account: a student who is not the one the recor
 
 @pytest.fixture
 def course(tmp_path, monkeypatch):
-    use_toy_catalogue(monkeypatch)
-    course = make_course(tmp_path / "course")
-    exchange = tmp_path / "exchange"
-    exchange.mkdir()
-    (course.root / "nbgrader_config.py").open("a").write(f"\nc.Exchange.root = {str(exchange)!r}\n")
-    assert autograder(course, "release", ASSIGNMENT, "--solutions", str(SOLUTIONS), "--exchange") == 0
-    return course
-
-
-def inbound(course) -> Path:
-    return Path(course.exchange_config().Exchange.root) / course.course_id / "inbound"
-
-
-def record(course, student: str, stamp: str | None = None, notebook: bool = True) -> Path:
-    stamp = stamp or datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f UTC")
-    folder = inbound(course) / f"{student}+{ASSIGNMENT}+{stamp}+{secrets.token_urlsafe(6)}"
-    folder.mkdir()
-    if notebook:
-        (folder / f"{NOTEBOOK}.ipynb").write_text(json.dumps(source_notebook()))
-    (folder / "timestamp.txt").write_text(stamp)
-    (folder / "submission_secret.txt").write_text(secrets.token_hex(64))
-    return folder
+    return released_to_exchange(tmp_path, monkeypatch)
 
 
 def test_no_record_speaks_for_another_reaches_through_a_link_or_stops_the_collect(course, tmp_path, capsys):

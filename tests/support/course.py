@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import copy
 import json
+import secrets
 import shutil
+from datetime import datetime, timezone
 from pathlib import Path
 
 import psutil
@@ -71,6 +73,38 @@ def submit(course: Course, student: str, nb: dict | str, timestamp: str = TIMEST
     folder.mkdir(parents=True, exist_ok=True)
     (folder / f"{NOTEBOOK}.ipynb").write_text(nb if isinstance(nb, str) else json.dumps(nb))
     (folder / "timestamp.txt").write_text(timestamp)
+    return folder
+
+
+def released_to_exchange(root: Path, monkeypatch) -> Course:
+    """The toy course in ``root/course``, released to the exchange folder ``root/exchange`` (its
+    ``c.Exchange.root``), as ``autograder release --exchange`` publishes it."""
+    use_toy_catalogue(monkeypatch)
+    course = make_course(root / "course")
+    (root / "exchange").mkdir()
+    with open(course.root / "nbgrader_config.py", "a") as config:
+        config.write(f"\nc.Exchange.root = {str(root / 'exchange')!r}\n")
+    assert autograder(course, "release", ASSIGNMENT, "--solutions", str(SOLUTIONS), "--exchange") == 0
+    return course
+
+
+def inbound(course: Course) -> Path:
+    """The exchange's inbound folder of the course (``c.Exchange.root`` set in its config)."""
+    return Path(course.exchange_config().Exchange.root) / course.course_id / "inbound"
+
+
+def record(course: Course, student: str, stamp: str | None = None, notebook: bool = True,
+           nb: dict | None = None) -> Path:
+    """A submission in the exchange as nbgrader's Submit makes it: a folder named for the student,
+    the assignment and the time, with the notebook (``nb``, default the source notebook), the time
+    and a fresh secret."""
+    stamp = stamp or datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f UTC")
+    folder = inbound(course) / f"{student}+{ASSIGNMENT}+{stamp}+{secrets.token_urlsafe(6)}"
+    folder.mkdir()
+    if notebook:
+        (folder / f"{NOTEBOOK}.ipynb").write_text(json.dumps(nb or source_notebook()))
+    (folder / "timestamp.txt").write_text(stamp)
+    (folder / "submission_secret.txt").write_text(secrets.token_hex(64))
     return folder
 
 

@@ -1,0 +1,560 @@
+"""``autograder serve``: the grading service. A submission is graded, and its feedback released, on submit.
+
+The service watches the exchange's ``inbound/`` for new submissions of the assignments released
+there, and for each student with a new one: collects that student's latest submission with
+:func:`autograder.commands.collect.collect_exchange` (the same hardened reading as ``collect
+--exchange``: whose, when and what, never through a link), grades it with
+:func:`autograder.commands.grade.grade` (the same sandboxes, the same one writer of the gradebook,
+the same "done" marker), and releases that student's feedback where *Fetch Feedback* finds it, as
+the instructor's policy for the assignment says.
+
+* **Fair under load.** One queue of (assignment, student), each at most once: latest-wins (a
+  student's newer submissions while they wait replace the older, since what is collected is the
+  latest when their turn comes), and round-robin (a student graded again goes to the back), so
+  one student resubmitting 50 times takes one place in the queue. At most ``--jobs`` students are
+  graded at a time (or on a Dask cluster with ``--scheduler``, as ``grade`` does).
+* **The instructor's policy**, per assignment, in the course's ``nbgrader_config.py``
+  (:func:`policy`): what a student sees before the due date (``full`` feedback; ``score``: the
+  visible tests' results and the score; ``none``: nothing until the due date, when the full
+  feedback is released), and at most ``per_hour`` graded submissions per student and hour (a
+  student over it waits; their newest submission is graded when the hour allows). Every page
+  says which submission (its time) it is about and that the grade that counts is decided by the
+  due date. With ``c.ExchangeCollect.before_duedate`` a submission after the due date is never
+  collected, as for ``collect --exchange``.
+* **Nothing lost, nothing twice.** The exchange itself holds every submission; the service's own
+  state (``.autograder/serve/state.json``, written then renamed, so whole or not at all) says
+  which record names it has seen and what became of each student. A kill -9 at any moment:
+  on restart, whoever was waiting or grading is queued again; ``grade`` skips a student whose
+  submission is already recorded (its marker) and otherwise overwrites the same gradebook rows;
+  a feedback page is replaced by the same page. The instructor's ``collect``, ``grade``,
+  ``feedback`` and ``report`` keep working beside it (``grade``'s lock makes the two take turns).
+* **Least privilege.** It runs as the course's owner, the account the instructor's commands run
+  as: never as root and never as one of the course's students (refused at start).
+* **The instructor's controls**: ``--status`` (waiting, grading, done, failed or refused, per
+  student and assignment, with the reason), ``--pause``/``--resume``, ``--off A``/``--on A``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import html
+import json
+import os
+import pwd
+import signal
+import sys
+import threading
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from autograder.course import Course, CourseError, notebook
+from autograder.course.exchange import SECRET, SECRET_FILE, parse_name, release_feedback
+from autograder.course.files import write_file
+from autograder.course.students import printable
+
+if TYPE_CHECKING:
+    from autograder.grading.executors import ClusterAccess
+    from autograder.grading.workers import Limits
+
+MODES = ("full", "score", "none")
+HOUR = timedelta(hours=1)
+MAX_ATTEMPTS = 3        # starts of the grading of one submission that the service did not survive
+HISTORY = 5000          # gradings kept in the state for --status and the tests (the oldest dropped)
+
+
+# -- the instructor's policy ---------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Policy:
+    before_due: str = "full"        # what a student sees before the due date: one of MODES
+    per_hour: int | None = None     # graded submissions per student and hour, None: no limit
+
+
+def policy(course: Course, assignment: str) -> Policy:
+    """The assignment's policy from the course's ``nbgrader_config.py``::
+
+        c.FeedbackService.default = {"before_due": "full"}
+        c.FeedbackService.policy = {"a02_broadcasting": {"before_due": "score", "per_hour": 4}}
+
+    An assignment's entry overrides the default's keys; a wrong value is a CourseError naming it."""
+    section = course.config().FeedbackService
+    merged: dict[str, Any] = {**dict(section.get("default", {}) or {}),
+                              **dict((section.get("policy", {}) or {}).get(assignment, {}) or {})}
+    where = f"c.FeedbackService in {course.root / 'nbgrader_config.py'}, for {assignment}"
+    unknown = sorted(set(merged) - {"before_due", "per_hour"})
+    if unknown:
+        raise CourseError(f"{where}: unknown setting {', '.join(unknown)} (settings: before_due, per_hour)")
+    mode = merged.get("before_due", "full")
+    if mode not in MODES:
+        raise CourseError(f"{where}: before_due is {mode!r}, expected one of {', '.join(MODES)}")
+    per_hour = merged.get("per_hour")
+    if per_hour is not None and (not isinstance(per_hour, int) or isinstance(per_hour, bool) or per_hour < 1):
+        raise CourseError(f"{where}: per_hour is {per_hour!r}, expected a whole number of 1 or more")
+    return Policy(mode, per_hour)
+
+
+# -- durable state and the instructor's controls -------------------------------------------------
+
+def _folder(course: Course) -> Path:
+    return course.state_dir / "serve"
+
+
+def _read_json(path: Path, default: dict) -> dict:
+    try:
+        return json.loads(path.read_text())
+    except FileNotFoundError:
+        return default
+
+
+def controls(course: Course) -> dict:
+    """What the instructor set: {"paused": bool, "off": [assignments]}."""
+    return {"paused": False, "off": [], **_read_json(_folder(course) / "control.json", {})}
+
+
+def set_controls(course: Course, paused: bool | None = None, on: Sequence[str] = (), off: Sequence[str] = ()) -> dict:
+    current = controls(course)
+    if paused is not None:
+        current["paused"] = paused
+    current["off"] = sorted((set(current["off"]) | set(off)) - set(on))
+    write_file(_folder(course) / "control.json", json.dumps(current, indent=1))
+    return current
+
+
+class State:
+    """The service's state file: per ``assignment/student`` its status, the record names seen, the
+    submission time released and the times it was graded; and the gradings in order."""
+
+    def __init__(self, course: Course):
+        self.path = _folder(course) / "state.json"
+        data = _read_json(self.path, {})
+        self.students: dict[str, dict] = data.get("students", {})
+        self.history: list[list[str]] = data.get("history", [])
+
+    def entry(self, assignment: str, student: str) -> dict:
+        return self.students.setdefault(f"{assignment}/{student}", {"status": "new", "seen": []})
+
+    def save(self) -> None:
+        self.history = self.history[-HISTORY:]
+        write_file(self.path, json.dumps({"students": self.students, "history": self.history}, indent=1))
+
+
+# -- the service -----------------------------------------------------------------------------------
+
+def _utc_now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def _stamp(text: str) -> datetime | None:
+    try:
+        return datetime.strptime(text.strip(), "%Y-%m-%d %H:%M:%S.%f %Z").replace(tzinfo=timezone.utc)
+    except ValueError:
+        return None
+
+
+class Service:
+    """The queue and one pass of work at a time (:meth:`step`); :meth:`run` loops over it."""
+
+    def __init__(self, course: Course, exchange: str | Path | None = "", jobs: int = 1,
+                 limits: Limits | None = None, unsafe: bool = False, scheduler: str | None = None,
+                 access: ClusterAccess | None = None, now: Callable[[], datetime] = _utc_now):
+        from autograder.grading.workers import Limits
+        self.course, self.jobs, self.unsafe, self.now = course, max(1, jobs), unsafe, now
+        self.limits = limits or Limits()
+        self.scheduler, self.access = scheduler, access
+        self.config = course.exchange_config(exchange)
+        self.exchange = str(self.config.Exchange.root)
+        self.root = Path(self.exchange) / course.course_id
+        self.state = State(course)
+        self.queue: deque[tuple[str, str]] = deque()
+        # after a restart, whoever was waiting or grading goes first, in the order they came; a
+        # submission the service died on MAX_ATTEMPTS times is not tried again (it would stop everyone)
+        for entry in self.state.students.values():
+            if entry["status"] == "grading" and entry.get("attempts", 0) >= MAX_ATTEMPTS:
+                entry.update(status="failed", attempts=0,
+                             detail=f"the service stopped while grading this submission {MAX_ATTEMPTS} times: not "
+                                    "tried again until the student submits again")
+                self.state.save()
+        pending = sorted((entry.get("since", ""), key) for key, entry in self.state.students.items()
+                         if entry["status"] in ("waiting", "grading"))
+        for _, key in pending:
+            assignment, student = key.split("/", 1)
+            self.queue.append((assignment, student))
+
+    # -- what is new in the exchange
+
+    def released(self) -> list[str]:
+        """The course's assignments released to the exchange (the Assignments tab lists them)."""
+        outbound = self.root / "outbound"
+        return [a for a in self.course.assignments() if (outbound / a).is_dir()]
+
+    def poll(self) -> None:
+        """Queue every student with a record name not seen yet, and every student whose feedback
+        waits for a due date that has passed."""
+        off = set(controls(self.course)["off"])
+        assignments = [a for a in self.released() if a not in off]
+        names: dict[tuple[str, str], list[str]] = {}
+        try:
+            with os.scandir(self.root / "inbound") as entries:
+                listing = sorted(entry.name for entry in entries)
+        except FileNotFoundError:
+            listing = []
+        for name in listing:
+            parsed = parse_name(name)
+            if parsed is not None and parsed[1] in assignments:
+                names.setdefault((parsed[1], parsed[0]), []).append(name)
+        arrivals = []
+        for (assignment, student), seen in names.items():
+            entry = self.state.entry(assignment, student)
+            if not set(seen) <= set(entry["seen"]):
+                entry["seen"] = seen
+                arrivals.append((assignment, student))
+        for assignment in assignments:
+            due = self.due(assignment)
+            if due is not None and self.now() >= due:
+                arrivals += [(assignment, key.split("/", 1)[1]) for key, entry in self.state.students.items()
+                             if key.startswith(f"{assignment}/") and _owes_full_page(entry)]
+        changed = False
+        for key in arrivals:
+            entry = self.state.entry(*key)
+            if key not in self.queue and entry["status"] != "grading":
+                entry.update(status="waiting", since=self.now().isoformat(), detail="")
+                self.queue.append(key)
+                changed = True
+        if changed:
+            self.state.save()
+
+    def due(self, assignment: str) -> datetime | None:
+        with self.course.gradebook() as gb:
+            try:
+                due = gb.find_assignment(assignment).duedate
+            except Exception:  # nbgrader's MissingEntry: released without a due date
+                return None
+        return None if due is None else due.replace(tzinfo=timezone.utc)
+
+    # -- one pass
+
+    def step(self) -> bool:
+        """Poll, then grade the next students in the queue (at most ``jobs``, round-robin; a student
+        over the hourly limit waits). Returns whether anything was graded or released."""
+        self.poll()
+        now = controls(self.course)
+        if now["paused"] or not self.queue:
+            return False
+        batch: list[tuple[str, str]] = []
+        held = []
+        while self.queue and len(batch) < self.jobs:
+            key = self.queue.popleft()
+            wait = None if key[0] in now["off"] else self._over_limit(*key)
+            if key[0] in now["off"]:
+                held.append(key)  # kept in line, graded once the assignment is on again
+            elif wait is None:
+                batch.append(key)
+            else:
+                held.append(key)
+                self.state.entry(*key)["detail"] = (f"at most {policy(self.course, key[0]).per_hour} graded "
+                                                    f"submissions an hour: next at {wait:%H:%M} UTC")
+        self.queue.extend(held)
+        if not batch:
+            self.state.save()
+            return False
+        for assignment in dict.fromkeys(a for a, _ in batch):
+            students = [s for a, s in batch if a == assignment]
+            try:
+                self._grade(assignment, students)
+            except KeyboardInterrupt:
+                raise
+            except Exception as error:  # one submission's surprise stops no one else's grading
+                for student in students:
+                    self._set(assignment, student, "failed", f"the service failed on it: {type(error).__name__}: "
+                                                             f"{error}")
+                self.state.save()
+        return True
+
+    def _over_limit(self, assignment: str, student: str) -> datetime | None:
+        """When the student may be graded again, or None if now."""
+        limit = policy(self.course, assignment).per_hour
+        entry = self.state.entry(assignment, student)
+        if limit is None or _owes_full_page(entry):  # the due date's page grades nothing new
+            return None
+        recent = sorted(t for t in entry.get("graded_at", []) if datetime.fromisoformat(t) > self.now() - HOUR)
+        entry["graded_at"] = recent
+        return datetime.fromisoformat(recent[-limit]) + HOUR if len(recent) >= limit else None
+
+    def _set(self, assignment: str, student: str, status: str, detail: str = "", **more: Any) -> None:
+        more.setdefault("attempts", 0)  # only "grading" counts the attempts; any outcome ends them
+        self.state.entry(assignment, student).update(status=status, detail=detail, **more)
+
+    def _grade(self, assignment: str, students: list[str]) -> None:
+        from autograder.commands.collect import collect_exchange
+        from autograder.commands.grade import grade
+
+        for student in students:
+            tried = self.state.entry(assignment, student).get("attempts", 0)
+            self._set(assignment, student, "grading", attempts=tried + 1)
+        self.state.save()
+        try:
+            rules = policy(self.course, assignment)
+            report = collect_exchange(self.course, assignment, self.exchange, students=students)
+        except CourseError as error:
+            for student in students:
+                self._set(assignment, student, "failed", str(error))
+            self.state.save()
+            return
+        collected = {student for student, _, _ in report.imported}
+        for student in students:
+            if student not in collected:
+                reasons = [f"{name}: {reason}" for name, reason in report.skipped
+                           if name.startswith((f"{student}+", f"{student}/"))]
+                self._set(assignment, student, "refused", "; ".join(reasons) or "no notebook of the assignment")
+        todo = [s for s in students if s in collected]
+        if not todo:
+            self.state.save()
+            return
+        try:
+            outcomes = grade(self.course, assignment, todo, jobs=self.jobs, limits=self.limits, progress=False,
+                             unsafe=self.unsafe, scheduler=self.scheduler, access=self.access)
+        except CourseError as error:  # the instructor's own `grade` runs: this one's turn comes again
+            for student in todo:
+                self._set(assignment, student, "waiting", f"not graded yet: {error}")
+                self.queue.append((assignment, student))
+            self.state.save()
+            return
+        for outcome in outcomes:
+            entry = self.state.entry(assignment, outcome.student)
+            stamp = (self.course.submitted_dir(outcome.student, assignment) / "timestamp.txt").read_text().strip()
+            if outcome.status == "failed":
+                self._set(assignment, outcome.student, "failed", outcome.detail or "grading failed", submission=stamp)
+                continue
+            if outcome.status == "graded":
+                entry.setdefault("graded_at", []).append(self.now().isoformat())
+                self.state.history.append([assignment, outcome.student, stamp, self.now().isoformat()])
+            self._release(assignment, outcome.student, stamp, rules)
+        self.state.save()
+
+    # -- feedback, as the policy says
+
+    def _release(self, assignment: str, student: str, stamp: str, rules: Policy) -> None:
+        due = self.due(assignment)
+        mode = rules.before_due if due is None or self.now() < due else "full"
+        entry = self.state.entry(assignment, student)
+        score = _score_text(self.course, assignment, student)
+        if mode == "none":
+            self._set(assignment, student, "done", f"{score}; feedback withheld until the due date",
+                      submission=stamp, withheld=True)
+            return
+        if entry.get("released") == [stamp, mode]:  # this very page is out already
+            self._set(assignment, student, "done", score, submission=stamp, withheld=False)
+            return
+        note = submission_note(stamp, due)
+        try:
+            if mode == "full":
+                from autograder.commands.feedback import feedback
+                report = feedback(self.course, assignment, self.exchange, students=[student], note=lambda _: note)
+                problems = [reason for _, reason in report.failed + report.unreleased]
+                if problems:
+                    raise CourseError("; ".join(problems))
+            else:
+                self._release_score(assignment, student, note)
+        except (CourseError, OSError) as error:
+            self._set(assignment, student, "failed", f"graded ({score}), but its feedback was not released: {error}",
+                      submission=stamp)
+            return
+        self._set(assignment, student, "done", f"{score}; feedback released ({mode})", submission=stamp,
+                  withheld=False, released=[stamp, mode])
+
+    def _release_score(self, assignment: str, student: str, note: str) -> None:
+        secret_file = self.course.submitted_dir(student, assignment) / SECRET_FILE
+        secret = secret_file.read_text().strip() if secret_file.is_file() and not secret_file.is_symlink() else ""
+        if not SECRET.fullmatch(secret):
+            raise CourseError("no submission secret beside the submission")
+        pages = {nb: score_page(self.course, assignment, student, nb, note).encode()
+                 for nb in self.course.notebooks(assignment)}
+        outbound = self.root / "feedback"
+        outbound.mkdir(mode=0o711, exist_ok=True)
+        release_feedback(outbound, pages, secret)
+
+    # -- the loop
+
+    def run(self, interval: float = 2.0, once: bool = False, stop: threading.Event | None = None) -> None:
+        """Steps until ``stop`` is set (SIGTERM), or with ``once`` until the queue is empty."""
+        stop = stop or threading.Event()
+        while not stop.is_set():
+            worked = self.step()
+            if once and not self.queue:
+                return
+            if not worked:
+                stop.wait(interval)
+
+
+def _owes_full_page(entry: dict) -> bool:
+    """Whether the student's graded submission was shown less than the full page (the policy before
+    the due date): once the due date has passed, they are owed it."""
+    return entry["status"] == "done" and (entry.get("withheld") or (entry.get("released") or ["", "full"])[1] != "full")
+
+
+def _score_text(course: Course, assignment: str, student: str) -> str:
+    with course.gradebook() as gb:
+        submission = gb.find_submission(assignment, student)
+        return f"{submission.score:g}/{submission.max_score:g}"
+
+
+# The submission's time in the reader's own time zone (the UTC text stays where scripts do not run).
+LOCAL_TIME = ("for (const t of document.querySelectorAll('.submission-note time')) {"
+              " const d = new Date(t.dateTime);"
+              " if (!isNaN(d)) t.textContent = d.toLocaleString(undefined, {dateStyle: 'full', timeStyle: 'long'}); }")
+
+
+def submission_note(stamp: str, due: datetime | None) -> str:
+    """What every page says first: which submission it is about, and what decides the grade."""
+    when = _stamp(stamp)
+    shown = f"{when:%Y-%m-%d %H:%M:%S} UTC" if when else stamp
+    iso = when.isoformat() if when else ""
+    due_text = (f", due {due:%Y-%m-%d %H:%M} UTC" if due else "")
+    return ('<div class="submission-note" role="note" style="border:2px solid #1a5fb4;padding:0.5em 1em;'
+            'margin:1em 0">'
+            f'<p>This feedback is about your submission of <time datetime="{html.escape(iso)}">'
+            f"{html.escape(shown)}</time>.</p>"
+            f"<p>The grade that counts is the one of the submission the due date decides{html.escape(due_text)}: "
+            "you may submit again until then, and your latest submission is graded.</p>"
+            f"<script>{LOCAL_TIME}</script></div>")
+
+
+def score_page(course: Course, assignment: str, student: str, notebook_name: str, note: str) -> str:
+    """The page of the ``score`` policy: the visible tests' results and the score, nothing of a hidden test."""
+    from autograder.analytics.statistics import title
+
+    source = notebook.read(course.source_dir(assignment) / f"{notebook_name}.ipynb")
+    visible = [notebook.grade_id(c) for c in source.cells
+               if notebook.is_test(c) and notebook.BEGIN_HIDDEN not in notebook.text(c.get("source"))]
+    with course.gradebook() as gb:
+        submission = gb.find_submission_notebook(notebook_name, assignment, student)
+        passed = {g.name: g.score == g.max_score for g in submission.grades}
+        score, total = submission.score, submission.max_score
+    rows = "".join(
+        f"<tr><td>{html.escape(title(notebook.exercise_of(cell)))}</td>"
+        f"<td>{'passed' if passed[cell] else 'not passed'}</td></tr>"
+        for cell in visible if cell in passed)
+    name = html.escape(f"{assignment}: {notebook_name}")
+    return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>Feedback: {name}</title></head>'
+            f"<body>\n{note}\n<h1>Feedback: {name}</h1>"
+            f"<p>Score: {score:g} out of {total:g} (the hidden tests are counted, not shown, until the due date)."
+            "</p><table><caption>The tests you can see in the notebook</caption>"
+            f"<thead><tr><th>exercise</th><th>result</th></tr></thead><tbody>{rows}</tbody></table></body></html>\n")
+
+
+# -- the command -----------------------------------------------------------------------------------
+
+def refuse_account(course: Course) -> None:
+    """The service never runs as root, nor as one of the course's students."""
+    if os.geteuid() == 0:
+        raise CourseError("the grading service never runs as root: run `autograder serve` as the course's "
+                          "owner, the account the instructor's commands run as (deploy/README.md)")
+    me = pwd.getpwuid(os.geteuid()).pw_name
+    with course.gradebook() as gb:
+        if me in {s.id for s in gb.students}:
+            raise CourseError(f"the grading service never runs as a student, and {me} is a student of this "
+                              "course: run it as the course's owner")
+
+
+@contextlib.contextmanager
+def _only_service(course: Course):
+    _folder(course).mkdir(parents=True, exist_ok=True)
+    with open(_folder(course) / "service.lock", "w") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise CourseError(f"the grading service already runs on {course.root}") from None
+        lock.write(str(os.getpid()))
+        lock.flush()
+        yield
+
+
+def running(course: Course) -> bool:
+    path = _folder(course) / "service.lock"
+    if not path.exists():
+        return False
+    with open(path) as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+    return False
+
+
+def status_rows(course: Course) -> list[list[str]]:
+    state, off = State(course), set(controls(course)["off"])
+    rows = []
+    for key, entry in sorted(state.students.items()):
+        if entry["status"] == "new":
+            continue
+        assignment, student = key.split("/", 1)
+        status = entry["status"] + (" (assignment off)" if assignment in off and entry["status"] == "waiting" else "")
+        rows.append([assignment, printable(student), status, entry.get("submission", ""),
+                     printable(entry.get("detail", ""))])
+    return rows
+
+
+def add_arguments(sub) -> None:
+    sub.add_argument("--exchange", default="", metavar="DIR",
+                     help="the nbgrader exchange to watch (default: the course's c.Exchange.root)")
+    sub.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
+                     help="students graded at a time (default: the CPUs, %(default)s)")
+    sub.add_argument("--interval", type=float, default=2.0, help="seconds between looks at the exchange")
+    sub.add_argument("--once", action="store_true", help="grade what is waiting, then stop (for a cron job)")
+    sub.add_argument("--unsafe", action="store_true", help="grade without a sandbox (never for real students)")
+    sub.add_argument("--scheduler", metavar="tls://HOST:PORT",
+                     help="grade on this Dask cluster's workers, as `grade --scheduler` (deploy/dask.md)")
+    sub.add_argument("--tls", nargs=3, metavar=("CA", "CERT", "KEY"),
+                     help="the cluster's CA, this grader's certificate and its key (deploy/dask_certs.py)")
+    group = sub.add_mutually_exclusive_group()
+    group.add_argument("--status", action="store_true", help="what the service does: per student and assignment")
+    group.add_argument("--pause", action="store_true", help="stop grading (submissions still wait in the queue)")
+    group.add_argument("--resume", action="store_true", help="grade again after --pause")
+    group.add_argument("--on", metavar="ASSIGNMENT", help="grade this assignment's submissions on submit")
+    group.add_argument("--off", metavar="ASSIGNMENT", help="stop grading this assignment on submit")
+
+
+def command(course: Course, args, table: Callable[[list[str], list[list[str]]], str]) -> int:
+    if args.pause or args.resume or args.on or args.off:
+        for name in filter(None, (args.on, args.off)):
+            course.require_assignment(name)
+        now = set_controls(course, paused=True if args.pause else False if args.resume else None,
+                           on=[args.on] if args.on else [], off=[args.off] if args.off else [])
+        print(f"grading service: {'paused' if now['paused'] else 'grading'}; assignments off: "
+              f"{', '.join(now['off']) or 'none'}")
+        return 0
+    if args.status:
+        now = controls(course)
+        print(f"grading service: {'running' if running(course) else 'not running'}"
+              f"{', paused' if now['paused'] else ''}; assignments off: {', '.join(now['off']) or 'none'}")
+        rows = status_rows(course)
+        print(table(["assignment", "student", "status", "submission", "detail"], rows) if rows
+              else "no submission seen yet")
+        return 0
+    refuse_account(course)
+    # the course's folder as the working one: where it was started (a hub's own folder, say) may be
+    # one this account cannot enter, and the grading workers it forks would fail there
+    os.chdir(course.root)
+    access = None
+    if args.scheduler:
+        from autograder.grading.executors import ClusterAccess
+        access = ClusterAccess(*(args.tls or (None, None, None)))
+    with _only_service(course):
+        service = Service(course, args.exchange, jobs=args.jobs, unsafe=args.unsafe, scheduler=args.scheduler,
+                          access=access)
+        stop = threading.Event()
+        signal.signal(signal.SIGTERM, lambda *_: stop.set())
+        print(f"grading service on {course.root}: watching {service.root / 'inbound'} "
+              f"({', '.join(service.released()) or 'nothing released yet'})", flush=True)
+        try:
+            service.run(args.interval, args.once, stop)
+        except KeyboardInterrupt:
+            print("grading service stopped: whoever was waiting or being graded is graded when it starts again",
+                  file=sys.stderr)
+            return 130
+    return 0
