@@ -2,28 +2,26 @@
 
 When exercise E of assignment A is judged, the sandbox's kit holds the reference of the earlier
 assignments only. E is stubbed; the exercises of later assignments are stubbed too (the student's
-own kit has stubs there); so is every other exercise of A the student has not answered
-(:func:`answered`: it raises the NotImplementedError of the student's own kit, so an answer that
-leans on it fails saying which exercise is missing). Every other exercise of A is *sealed*: its
-body is a call over the channel, answered here by :class:`Oracle`, which runs the reference on
-plain data and answers with plain data. So a student's wrong ``unbroadcast`` cannot fail ``Mul``
-(the engine's unbroadcast is the reference's), yet no line of the reference's code is ever in the
-sandbox, and the oracle answers for the sealed exercises only, never for E nor for an exercise the
-student has not answered.
+own kit has stubs there), and so are the few exercises of A whose reference computes E's answer
+without calling E (``@graded(..., withholds=...)``). Every other exercise of A, answered or not,
+is *sealed*: its body is a call over the channel, answered here by :class:`Oracle`, which runs
+the reference on plain data and answers with plain data. So a student's wrong or missing
+``unbroadcast`` cannot fail ``Mul`` (the engine's unbroadcast is the reference's), E's verdict
+depends on E's answer alone, yet no line of the reference's code is ever in the sandbox, and the
+oracle answers for the sealed exercises only, never for E.
 
 The oracle runs a reference in an engine of its own (:class:`Engine`): the kit as the sandbox has
-it, with the sealed exercises' bodies in place and the same stubs, imported here under a private
-name. So a sealed reference that calls an exercise the student has not answered (attention's
-backward calls ``attention_backward``) meets its stub, as it would in the student's kit, and the
-reference engine's private fast kernels (which compute an exercise's work inside another op's
-node) are not there to answer for it.
+it, with the sealed exercises' bodies in place and the same stubs, E's included, imported here
+under a private name. So a sealed reference that calls E (Add's backward calls ``unbroadcast``)
+meets E's stub and the answer is told so, never served by E's reference; and the reference
+engine's private fast kernels (which compute an exercise's work inside another op's node) are
+not there to answer for it.
 
 An error of the reference's (arguments it cannot take) comes back as its type and the first line
 of its message, unless that line quotes an exercise body (then a sentence of ours).
 """
 from __future__ import annotations
 
-import ast
 import builtins
 import importlib
 import inspect
@@ -31,7 +29,7 @@ import itertools
 import sys
 import weakref
 from collections import OrderedDict
-from collections.abc import Collection, Iterable
+from collections.abc import Collection
 from typing import Any
 
 import numpy as np
@@ -40,44 +38,10 @@ from autograder import kit
 from autograder.judge import catalogue
 from autograder.judge.catalogue import Spec
 from autograder.judge.scrub import quotes
-from autograder.kit.shipped.answers import not_done
 from autograder.sandbox.memory import Modules
 
 MAX_ELEMENTS = 1 << 24      # all arrays of one request together
 MAX_INTEGER = 1 << 20       # a parameter (a shape, a stride) past this is an attack, not a case
-
-
-def answered(cells: Iterable[tuple[str, str]], specs: Iterable[Spec]) -> frozenset[str]:
-    """The ids of ``specs`` the student has answered in ``cells``, a notebook's code cells as
-    (label, source) with an answer cell labelled by its exercise's id: as the student's own kit
-    decides (``coursekit/answers.py``), the cell is there, no longer the released stub, and it
-    defines the exercise's name. (Only text is read here: the cells run in the sandbox.)"""
-    sources = dict(cells)  # a label twice: the last cell counts, as in the kit's loader
-    return frozenset(s.id for s in specs
-                     if s.id in sources and not not_done(sources[s.id]) and _defines(sources[s.id], s.name))
-
-
-def _defines(source: str, name: str) -> bool:
-    """Whether the code binds ``name`` outside any function or class body."""
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError):
-        return False
-    todo: list[ast.AST] = [tree]
-    while todo:
-        node = todo.pop()
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            if node.name == name:
-                return True
-            continue  # what its body binds is local to it
-        if isinstance(node, ast.Lambda):
-            continue
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and node.id == name:
-            return True
-        if isinstance(node, ast.alias) and (node.asname or node.name.split(".")[0]) == name:
-            return True
-        todo.extend(ast.iter_child_nodes(node))
-    return False
 
 
 class Engine:
@@ -162,9 +126,10 @@ class Oracle:
     """Answers the sandbox's requests for the sealed exercises ``specs`` (by exercise id), running
     their references in the engine whose ``stubbed`` exercises are stubs (made at the first request)."""
 
-    def __init__(self, specs: list[Spec], stubbed: Collection[str] = ()):
+    def __init__(self, specs: list[Spec], stubbed: Collection[str] = (), judged: Spec | None = None):
         self.specs = {s.id: s for s in specs}
         self.stubbed = frozenset(stubbed)
+        self.judged = judged  # the exercise being checked: a sealed reference that calls it meets its stub
         self._engine: Engine | None = None
 
     @property
@@ -200,6 +165,15 @@ class Oracle:
                 return self._walk(s, request)
         except OracleError:
             raise
+        except NotImplementedError as error:
+            j = self.judged
+            if j is not None and str(error).startswith(f"exercise {j.id}:"):
+                # The reference of s calls the exercise being checked: the course's version of it
+                # is not there to serve the answer (the student's own kit would call their own).
+                raise OracleError("RuntimeError", f"{s.title} calls {j.title} itself, so the judge does not run it "
+                                                  f"while {j.title} is checked: write {j.title} without "
+                                                  f"calling {s.title}") from None
+            raise OracleError("NotImplementedError", _message(error) or "not implemented") from None
         except Exception as error:  # noqa: BLE001 (the reference rejected what it was given)
             kind = type(error).__name__ if getattr(builtins, type(error).__name__, None) is type(error) \
                 else "RuntimeError"

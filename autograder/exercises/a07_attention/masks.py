@@ -175,8 +175,9 @@ def _softmax_backward_exception(error) -> str | None:
     return None
 
 
+# attention_backward holds the softmax's gradient (dS = P * (dP - <dP, P>)): withheld, or an answer could call it.
 @graded("a07-softmax-backward", "solutions.ops.attention:MaskedSoftmax", regions=("backward",), points=2,
-        title="MaskedSoftmax.backward")
+        title="MaskedSoftmax.backward", withholds=("a07-attention-backward",))
 def check_softmax_backward(MaskedSoftmax, rng):
     cases = [Case(label, [x], _masked_softmax_call(mask), names=("x",), second_order=k in (0, 3))
              for k, (label, x, mask) in enumerate(_softmax_cases(rng))
