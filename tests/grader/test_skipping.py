@@ -7,15 +7,16 @@ the same to every other exercise. The capstone (a06), judged on the student's ow
 own rule: it needs every earlier exercise its training runs, and its feedback names the one missing
 (``assignments/README.md``).
 
-Cost, bounded: one verdict per (E, exercise of E's assignment) for the released case, the exact
-property (about 800 verdicts); the two wrong answers are judged all at once, every other exercise
-of the assignment wrong around each model answer (one verdict per exercise and kind). Measured on
-the 2-core machine: see the README's test table.
+Cost, bounded: for the exact property, E and each exercise whose judging runs E's cell (those
+below it: about 430 verdicts); then every model answer with all the other exercises of its
+assignment left as released, returning None or raising at once (one verdict per exercise and
+kind, about 200). Measured on the 2-core machine: 2 workers, about 3 minutes when it is idle.
 """
 from __future__ import annotations
 
 import pytest
 
+from autograder.course import notebook
 from autograder.judge import catalogue
 
 from support import judging
@@ -35,15 +36,37 @@ def _failures(exercise_ids, answers: dict[str, str]) -> dict[str, str]:
     return out
 
 
+def _seeing(exercise_id: str) -> list[str]:
+    """The exercises of its assignment whose judging runs the answer cell of ``exercise_id``: those
+    whose first test cell is below it (the judge runs the cells above the judged exercise's tests,
+    and reads nothing else of the notebook)."""
+    cells = judging.source_cells(judging.assignment_of(exercise_id))
+    answer = next(i for i, c in enumerate(cells) if notebook.grade_id(c) == exercise_id and notebook.is_answer(c))
+    first_test: dict[str, int] = {}
+    for i, cell in enumerate(cells):
+        if notebook.is_test(cell):
+            first_test.setdefault(notebook.exercise_of(notebook.grade_id(cell)), i)
+    return [s.id for s in catalogue.assignment(exercise_id)
+            if not s.whole_engine and s.id != exercise_id and first_test[s.id] > answer]
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("spec", SPECS, ids=[s.id for s in SPECS])
 def test_skipping_one_exercise_costs_exactly_that_exercise(spec):
     """The model answers with ``spec`` alone as released: ``spec`` fails, every other auto-graded
-    exercise of its assignment passes (full marks minus its points; the written answers aside)."""
-    siblings = [s.id for s in catalogue.assignment(spec.id) if not s.whole_engine]
-    failed = _failures(siblings, {spec.id: judging.left_as(spec.id)})
+    exercise of its assignment passes (full marks minus its points; the written answers aside).
+
+    Judged: ``spec`` and every exercise whose judging runs its cell. The others get the very input
+    of the model notebook (the cells above them, the catalogue), judged by test_exercises."""
+    seeing = _seeing(spec.id)
+    failed = _failures([spec.id, *seeing], {spec.id: judging.left_as(spec.id)})
     assert spec.id in failed, f"{spec.id} passed as released"
     assert set(failed) == {spec.id}, f"leaving {spec.id} as released costs other exercises too: {failed}"
+
+
+def test_an_exercise_below_another_runs_its_cell():
+    """What the exact test above leans on: the exercises it leaves out are those above."""
+    assert "a02-mul" in _seeing("a02-unbroadcast") and "a02-unbroadcast" not in _seeing("a02-mul")
 
 
 @pytest.mark.slow
