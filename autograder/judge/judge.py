@@ -102,9 +102,10 @@ def _engine(exercise_id: str) -> tuple[dict, dict[str, str], tuple[Spec, ...], f
     - exercises of earlier assignments: the reference (what a student of A has done already);
       a verdict's message is scrubbed of their code in every form (:mod:`autograder.judge.scrub`).
 
-    The oracle's engine stubs what the sandbox stubs, E included: a sealed reference that calls E
-    (Add's backward calls unbroadcast) meets E's stub, never E's reference, so an answer cannot
-    have a sealed sibling compute E for it (the oracle says so, :class:`autograder.judge.sealed.Oracle`).
+    The oracle's engine stubs what the sandbox stubs, E included (E while a request runs, so that
+    one engine serves a whole assignment): a sealed reference that calls E (Add's backward calls
+    unbroadcast) meets E's stub, never E's reference, so an answer cannot have a sealed sibling
+    compute E for it (the oracle says so, :class:`autograder.judge.sealed.Oracle`).
     A check that wants E where a sibling calls it drives E itself with the arguments the sibling
     would pass, computed in the judge (``checks.recorded_calls``). The one exception: a check that
     drives later assignments (run_backward's), whose ops' gradients the oracle runs on the graph walk.
@@ -123,10 +124,8 @@ def _engine(exercise_id: str) -> tuple[dict, dict[str, str], tuple[Spec, ...], f
         specs = [*(s for s in specs if s.id != judged.id), judged]
         homes[judged.name] = kit.rename(judged.module, top_level=False)
     stubbed = [*later, *withheld, judged] if judged.in_engine else [*later, *withheld]
-    # A check that drives later assignments (run_backward) has the oracle run their ops' gradients
-    # on the engine's own graph walk: there E is machinery, and one sealed node's gradient is no walk.
-    oracle_stubs = frozenset(s.id for s in stubbed if not (driven and s.id == judged.id))
-    return (kit.compiled(kit.kit_modules(stubbed, specs, sealed=list(sealed))), homes, sealed, oracle_stubs)
+    return (kit.compiled(kit.kit_modules(stubbed, specs, sealed=list(sealed))), homes, sealed,
+            frozenset(s.id for s in [*later, *withheld]))
 
 
 class HungCells:
@@ -173,7 +172,9 @@ def judge(exercise_id: str, cells: list[tuple[str, str]], *, sandbox: Sandbox, b
         return verdict(False, known)
     try:
         with Session(sandbox, budget=budget) as session, judging(session, the_spec):
-            session.oracle = Oracle(list(sealed_specs), stubbed, the_spec)
+            # A check that drives later assignments (run_backward's) has the oracle run their ops'
+            # gradients on the engine's graph walk: there E is machinery, and a sealed node is no walk.
+            session.oracle = Oracle(list(sealed_specs), stubbed, None if the_spec.drives else the_spec)
             ready = session.setup(modules, homes, cells, the_spec.name, others,
                                   (earlier or []) if the_spec.whole_engine else None)
             if not ready.defined:

@@ -11,11 +11,11 @@ depends on E's answer alone, yet no line of the reference's code is ever in the 
 oracle answers for the sealed exercises only, never for E.
 
 The oracle runs a reference in an engine of its own (:class:`Engine`): the kit as the sandbox has
-it, with the sealed exercises' bodies in place and the same stubs, E's included, imported here
-under a private name. So a sealed reference that calls E (Add's backward calls ``unbroadcast``)
-meets E's stub and the answer is told so, never served by E's reference; and the reference
-engine's private fast kernels (which compute an exercise's work inside another op's node) are
-not there to answer for it.
+it, with the sealed exercises' bodies in place and the same stubs, imported here under a private
+name, and E a stub while a request runs (:meth:`Engine.without`). So a sealed reference that
+calls E (Add's backward calls ``unbroadcast``) meets E's stub and the answer is told so, never
+served by E's reference; and the reference engine's private fast kernels (which compute an
+exercise's work inside another op's node) are not there to answer for it.
 
 An error of the reference's (arguments it cannot take) comes back as its type and the first line
 of its message, unless that line quotes an exercise body (then a sentence of ours).
@@ -23,13 +23,14 @@ of its message, unless that line quotes an exercise body (then a sentence of our
 from __future__ import annotations
 
 import builtins
+import contextlib
 import importlib
 import inspect
 import itertools
 import sys
 import weakref
 from collections import OrderedDict
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
 from typing import Any
 
 import numpy as np
@@ -72,6 +73,35 @@ class Engine:
         for part in s.qualname.split("."):
             obj = getattr(obj, part)
         return obj
+
+    @contextlib.contextmanager
+    def without(self, s: Spec | None) -> Iterator[None]:
+        """This engine with the exercise ``s`` a stub for the time of the block, its reference put
+        back after (a class's solution methods, or every module global bound to a function): one
+        engine per assignment serves every exercise judged in it, each with its own exercise out."""
+        if s is None or not s.in_engine:
+            yield
+            return
+        message = f"exercise {s.id}: not run while it is checked"
+
+        def stub(*args: Any, **kwargs: Any) -> Any:
+            raise NotImplementedError(message)
+
+        reference = self.reference(s)
+        saved: list[tuple[Any, str, Any]]  # (owner, name, what it held)
+        if isinstance(reference, type):
+            saved = [(reference, m, reference.__dict__[m]) for m in s.regions if m in reference.__dict__]
+        else:
+            modules = [m for name, m in list(sys.modules.items())
+                       if m is not None and (name == self.package or name.startswith(self.package + "."))]
+            saved = [(m, k, v) for m in modules for k, v in list(vars(m).items()) if v is reference]
+        try:
+            for owner, name, _ in saved:
+                setattr(owner, name, stub)
+            yield
+        finally:
+            for owner, name, value in saved:
+                setattr(owner, name, value)
 
     def close(self) -> None:
         if self._finder in sys.meta_path:
@@ -129,7 +159,9 @@ class Oracle:
     def __init__(self, specs: list[Spec], stubbed: Collection[str] = (), judged: Spec | None = None):
         self.specs = {s.id: s for s in specs}
         self.stubbed = frozenset(stubbed)
-        self.judged = judged  # the exercise being checked: a sealed reference that calls it meets its stub
+        # The exercise being checked, a stub in the engine while a request runs (Engine.without):
+        # a sealed reference that calls it meets the stub, and the answer is told so.
+        self.judged = judged
         self._engine: Engine | None = None
 
     @property
@@ -146,7 +178,7 @@ class Oracle:
         R = self.engine.root
         # A member may switch the engine's grad mode (no_grad.__enter__): it is the oracle's, so it
         # comes back as it was whatever the member did.
-        with R.set_grad_enabled(R.is_grad_enabled()):
+        with R.set_grad_enabled(R.is_grad_enabled()), self.engine.without(self.judged):
             return self._answer(s, op, request)
 
     def _answer(self, s: Spec, op: Any, request: dict) -> Any:
