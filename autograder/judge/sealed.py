@@ -112,7 +112,8 @@ class Engine:
 
 _ENGINES: OrderedDict[frozenset[str], Engine] = OrderedDict()
 # A grading worker judges one notebook's exercises in turn, each assignment with its own few stubs:
-# room for one per assignment (made in the forkserver, see autograder.judge.worker) and a student's own.
+# room for one per assignment and one per exercise that withholds others (9 in all, made in the
+# forkserver, see autograder.judge.worker).
 ENGINES_KEPT = 10
 
 
