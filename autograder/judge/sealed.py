@@ -203,7 +203,7 @@ class Oracle:
             if j is not None and str(error).startswith(f"exercise {j.id}:"):
                 # The reference of s calls the exercise being checked: the course's version of it
                 # is not there to serve the answer (the student's own kit would call their own).
-                raise OracleError("RuntimeError", f"{s.title} calls {j.title} itself, so the judge does not run it "
+                raise OracleError("RuntimeError", f"{s.title} calls {j.title} itself, so the grader does not run it "
                                                   f"while {j.title} is checked: write {j.title} without "
                                                   f"calling {s.title}") from None
             raise OracleError("NotImplementedError", _message(error) or "not implemented") from None

@@ -242,7 +242,7 @@ SIBLING = {  # the sibling an answer leans on: as released, answered wrongly, an
     ("a02-softmax", SOFTMAX_BY_LOG_SOFTMAX, "a02-log-softmax", BACKWARD.format(name="LogSoftmax"),
      "your code calls LogSoftmax (a02-log-softmax), which is not run while"),
     ("a02-unbroadcast", UNBROADCAST_BY_ADD, "a02-add", BACKWARD.format(name="Add"),
-     "Add calls unbroadcast itself, so the judge does not run it while unbroadcast is checked"),
+     "Add calls unbroadcast itself, so the grader does not run it while unbroadcast is checked"),
 ], ids=["a07-called-from-the-kit", "a07-second-order-through-a-sealed-op", "a02-softmax-by-log-softmax",
         "a02-unbroadcast-by-add"])
 def test_no_exercise_is_served_by_another_exercises_reference(judged, answer, other, signature, expected, sibling):
