@@ -17,6 +17,9 @@ from autograder.judge.checks import (
     check_op,
     close,
     graded,
+    judged,
+    recorded_calls,
+    reference_engine,
     run,
     student_engine,
     sum_to,
@@ -61,7 +64,7 @@ def _unbroadcast_shape_hint(gshape, shape, got) -> str:
     if got == squeezed or (len(got) < len(shape) and int(np.prod(got)) == int(np.prod(shape))):
         return "the size-1 axes of `shape` were dropped: keep them (keepdims=True, or reshape to `shape`)"
     if gshape and got == gshape[1:]:
-        return ("you summed only axis 0 (the bug of the first seed article): sum over every axis that "
+        return ("you summed only axis 0: sum over every axis that "
                 "broadcasting added in front or stretched from size 1")
     return "the result does not have the shape `shape`"
 
@@ -102,18 +105,24 @@ def check_unbroadcast(unbroadcast, rng):
         raise GradingFailure("the result is not part of the graph: build it from Tensor operations on grad "
                              "(grad.sum(axis=..., keepdims=True), .reshape(shape)), not from grad.data")
     v = rng.standard_normal((1, 3))
-    (dg,) = run("unbroadcast under create_graph", lambda: grad((out * Tensor(v)).sum(), g))
+    (dg,) = run("unbroadcast under create_graph", lambda: grad(out, [g], Tensor(v)))
     if dg is None or not close(dg.data, np.broadcast_to(v, (4, 3))):
         raise GradingFailure("the gradient through your unbroadcast is wrong (it must be the adjoint of broadcasting)")
 
-    # Inside the engine: every binary op's backward calls the student's unbroadcast (plugged in).
+    # As x * y's backward calls it: the calls are made here, by the course's Mul (in the sandbox,
+    # Mul's course version would not call your unbroadcast), and your unbroadcast gets the same ones.
+    R = reference_engine()
     for xs, ys in [((4, 3), (3,)), ((2, 3, 4), (3, 1)), ((), (2, 2))]:
         xd, yd = rng.standard_normal(xs), rng.standard_normal(ys)
-        x, y = Tensor(xd, requires_grad=True), Tensor(yd, requires_grad=True)
         upstream = rng.standard_normal(np.broadcast_shapes(xs, ys))
-        run("x * y with broadcasting, using your unbroadcast", lambda: S.ops.mul(x, y).backward(upstream))
-        if not (close(x.grad.data, sum_to(upstream * yd, xs)) and close(y.grad.data, sum_to(upstream * xd, ys))):
-            raise GradingFailure("inside the engine (x * y with broadcasting) the gradients come out wrong")
+        x, y = R.Tensor(xd, requires_grad=True), R.Tensor(yd, requires_grad=True)
+        calls = recorded_calls(judged().reference(), lambda: R.ops.mul(x, y).backward(upstream))
+        for (g_in, shape), _, want in calls:
+            got = run("x * y with broadcasting: its backward calls unbroadcast", f, Tensor(g_in.data.copy()), shape)
+            if not isinstance(got, Tensor) or got.shape != want.shape or not close(got.data, want.data):
+                raise GradingFailure("as x * y's backward calls it (the gradient of x and of y summed back to their "
+                                     "shapes, one call after the other), your unbroadcast gives a wrong result, "
+                                     "although the cases above passed: does it keep state between calls?")
 
 
 # --------------------------------------------------------------------------------------------
@@ -486,8 +495,10 @@ def softmax_cases(rng, call) -> list[Case]:
             for k, (s, axis, scale, dt, what) in enumerate(specs)]
 
 
+# Each of the two softmax gradients is the other's with the upstream gradient rescaled (g / s, or
+# g * s): withheld from each other, or an answer could call the other's backward.
 @graded("a02-softmax", "solutions.ops.activation:Softmax", regions=("forward", "backward"), points=3,
-        diagnose=("log_softmax",))
+        diagnose=("log_softmax",), withholds=("a02-log-softmax",))
 def check_softmax(Softmax, rng):
     cls = Softmax
 
@@ -525,7 +536,7 @@ def _axis_of(ctx: Context):
 
 
 @graded("a02-log-softmax", "solutions.ops.activation:LogSoftmax", regions=("backward",), points=2,
-        diagnose=("log_softmax",))
+        diagnose=("log_softmax",), withholds=("a02-softmax",))
 def check_log_softmax(LogSoftmax, rng):
     def hint(ctx):
         g = ctx.g

@@ -78,6 +78,10 @@ class Spec:
     # Later assignments whose exercises its check drives, sealed in its sandbox rather than stubbed:
     # run_backward is tested on graphs of Tensor ops, whose backward methods are assignment 2's.
     drives: tuple[str, ...] = ()
+    # Exercises of its own assignment its check withholds (stubs rather than sealed in its sandbox):
+    # those whose reference computes this exercise's answer without calling it (attention_backward
+    # holds the softmax's gradient), which an answer could otherwise call to be served by the course.
+    withholds: tuple[str, ...] = ()
     # The pieces of the kit's `coursekit.diagnose()` made of this exercise ("x * y (broadcast)"): a
     # piece that fails names the exercises it is made of (the kit's _exercises.py lists them).
     diagnosed_by: tuple[str, ...] = ()
@@ -155,13 +159,15 @@ _IMPORTED: set[Path] = set()
 
 def graded(exercise_id: str, source: str | None = None, regions: tuple[str, ...] | list[str] = (), points: int = 2,
            title: str = "", name: str = "", whole_engine: bool = False, budget: float | None = None,
-           drives: tuple[str, ...] = (), diagnose: tuple[str, ...] = ()) -> Callable[[Check], Check]:
+           drives: tuple[str, ...] = (), withholds: tuple[str, ...] = (),
+           diagnose: tuple[str, ...] = ()) -> Callable[[Check], Check]:
     """Declare the exercise ``exercise_id`` and its check ``run(answer, rng)``.
 
     ``source`` names the reference in solutions/ ("solutions.ops.elementwise:Mul"); an exercise
     of a course without the kit has none and gives the ``name`` its notebook defines instead.
     ``title`` only where feedback should not call the exercise by that name. ``drives``: later
-    assignments ("a02") whose exercises the check drives; ``diagnose``: the pieces of the kit's
+    assignments ("a02") whose exercises the check drives; ``withholds``: exercises of its assignment
+    whose reference would compute its answer (:class:`Spec`); ``diagnose``: the pieces of the kit's
     ``diagnose()`` this exercise is part of (:class:`Spec`).
     """
     if (source is None) == (not name):
@@ -169,7 +175,8 @@ def graded(exercise_id: str, source: str | None = None, regions: tuple[str, ...]
 
     def decorate(run: Check) -> Check:
         spec = Spec(exercise_id, source, tuple(regions), points, given_title=title, given_name=name,
-                    whole_engine=whole_engine, budget=budget, drives=tuple(drives), diagnosed_by=tuple(diagnose),
+                    whole_engine=whole_engine, budget=budget, drives=tuple(drives), withholds=tuple(withholds),
+                    diagnosed_by=tuple(diagnose),
                     check=run)
         known = _CATALOGUE.get(exercise_id)
         if known is not None:

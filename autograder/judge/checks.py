@@ -19,7 +19,9 @@ Rules every check follows:
 from __future__ import annotations
 
 import contextlib
+import copy
 import re
+import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -76,6 +78,38 @@ def run(what: str, fn: Callable, *args: Any, hint: Callable[[BaseException], str
         extra = hint(error) if hint else None
         message = f"{what}: your code raised {error.remote_type}: {first_line(error, 200)}{error.where}"
         raise GradingFailure(message + (f". {extra}" if extra else "")) from None
+
+
+def recorded_calls(function: Callable, thunk: Callable[[], Any]) -> list[tuple[tuple, dict, Any]]:
+    """The calls of ``function`` (a reference exercise, in solutions/) that ``thunk`` makes here,
+    in the reference engine, as [(args, kwargs, result)], arrays and tensors copied.
+
+    Where a sibling's reference calls the exercise being checked (Mul's backward calls
+    unbroadcast), the sandbox's sealed sibling cannot call the student's answer and its reference
+    must not answer for it (:func:`autograder.judge.judge._engine`): a check runs the sibling here
+    instead, and drives the answer with the arguments the sibling passes, which the student's code
+    does not choose. Every module global of solutions/ bound to ``function`` is rebound to a
+    recorder while ``thunk`` runs (with the teaching kernels, which call it by name)."""
+    calls: list[tuple[tuple, dict, Any]] = []
+
+    def recorder(*args: Any, **kwargs: Any) -> Any:
+        kept = copy.deepcopy((args, kwargs))
+        result = function(*args, **kwargs)
+        calls.append((*kept, copy.deepcopy(result)))
+        return result
+
+    from solutions.ops.kernels import teaching_kernels
+    with teaching_kernels():
+        homes = [m for name, m in list(sys.modules.items()) if name.split(".")[0] == "solutions" and m is not None]
+        bound = [(m, k) for m in homes for k, v in list(vars(m).items()) if v is function]
+        try:
+            for m, k in bound:
+                setattr(m, k, recorder)
+            thunk()
+        finally:
+            for m, k in bound:
+                setattr(m, k, function)
+    return calls
 
 
 def raises(f: Callable, *args: Any, **kwargs: Any) -> BaseException | None:

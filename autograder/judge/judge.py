@@ -37,7 +37,7 @@ from autograder.judge.checks import first_line, prepare
 from autograder.judge.context import judging
 from autograder.judge.proxy import StudentError
 from autograder.judge.scrub import scrub
-from autograder.judge.sealed import Oracle, answered
+from autograder.judge.sealed import Oracle
 from autograder.judge.session import SandboxDied, SandboxFailure, SandboxTimeout, Session
 
 
@@ -81,9 +81,8 @@ def code_cells(cells: list[dict], exercise: str | None = None) -> list[tuple[str
     return out
 
 
-@functools.lru_cache(maxsize=256)  # every exercise of the course with all others answered, and more
-def _engine(exercise_id: str, unanswered: frozenset[str] = frozenset()) \
-        -> tuple[dict, dict[str, str], tuple[Spec, ...], frozenset[str]]:
+@functools.cache
+def _engine(exercise_id: str) -> tuple[dict, dict[str, str], tuple[Spec, ...], frozenset[str]]:
     """The sandbox's kit for one exercise, every exercise name -> its kit module, the exercises
     sealed in it (their reference runs here, see :mod:`autograder.judge.sealed`) and the ones the
     oracle's engine stubs.
@@ -91,18 +90,25 @@ def _engine(exercise_id: str, unanswered: frozenset[str] = frozenset()) \
     What the kit holds of each exercise, for an exercise E of assignment A:
 
     - E: a stub (its reference is nowhere in the sandbox);
-    - the other exercises of A the student has answered: sealed (isolation: the engine's
-      unbroadcast is the reference's when Mul is judged, yet none of its code is in the sandbox);
-    - those the student has not answered (``unanswered``): stubs, as in the student's own kit, so
-      no exercise is served by the reference of one the student has not done;
+    - every other exercise of A, answered or not: sealed (isolation: the engine's unbroadcast is
+      the reference's when Mul is judged, yet none of its code is in the sandbox). So E's verdict
+      depends on E's answer alone: a sibling left blank, answered wrongly or answered rightly is
+      the same sealed reference, and skipping one exercise costs that exercise only;
+    - the exercises E's check withholds (``@graded(..., withholds=...)``): stubs, because their
+      reference computes E's answer without calling E (attention's backward holds the softmax's
+      gradient), so an answer calling them would be served by the course's code;
     - exercises of later assignments: stubs, as in the student's own kit (sealed for the few
       checks that drive them, ``@graded(..., drives=...)``);
     - exercises of earlier assignments: the reference (what a student of A has done already);
       a verdict's message is scrubbed of their code in every form (:mod:`autograder.judge.scrub`).
 
-    The oracle's engine stubs what the sandbox stubs but E: a sealed reference that calls E
-    (Mul's backward calls unbroadcast) calls E's reference, the isolation the sandbox gives every
-    exercise around E (the oracle cannot call the student's answer in the sandbox).
+    The oracle's engine stubs what the sandbox stubs, E included (E while a request runs, so that
+    one engine serves a whole assignment): a sealed reference that calls E (Add's backward calls
+    unbroadcast) meets E's stub, never E's reference, so an answer cannot have a sealed sibling
+    compute E for it (the oracle says so, :class:`autograder.judge.sealed.Oracle`).
+    A check that wants E where a sibling calls it drives E itself with the arguments the sibling
+    would pass, computed in the judge (``checks.recorded_calls``). The one exception: a check that
+    drives later assignments (run_backward's), whose ops' gradients the oracle runs on the graph walk.
     """
     judged = catalogue.exercise(exercise_id)
     specs = catalogue.in_engine()
@@ -111,15 +117,15 @@ def _engine(exercise_id: str, unanswered: frozenset[str] = frozenset()) \
         return kit.compiled(kit.kit_modules(specs, specs)), homes, (), frozenset()
     driven = judged.drives
     later = [s for s in specs if s.prefix > judged.prefix and s.prefix not in driven]
-    missing = [s for s in specs if s.id in unanswered and s.id != judged.id]
+    withheld = [s for s in specs if s.id in judged.withholds]
     sealed = tuple(s for s in specs if (s.prefix == judged.prefix or s.prefix in driven)
-                   and s.id != judged.id and s.id not in unanswered)
+                   and s.id != judged.id and s.id not in judged.withholds)
     if judged.in_engine:
         specs = [*(s for s in specs if s.id != judged.id), judged]
         homes[judged.name] = kit.rename(judged.module, top_level=False)
-    stubbed = [*later, *missing, judged] if judged.in_engine else [*later, *missing]
+    stubbed = [*later, *withheld, judged] if judged.in_engine else [*later, *withheld]
     return (kit.compiled(kit.kit_modules(stubbed, specs, sealed=list(sealed))), homes, sealed,
-            frozenset(s.id for s in [*later, *missing]))
+            frozenset(s.id for s in [*later, *withheld]))
 
 
 class HungCells:
@@ -145,22 +151,17 @@ class HungCells:
 
 
 def judge(exercise_id: str, cells: list[tuple[str, str]], *, sandbox: Sandbox, budget: float = 60.0,
-          hung: HungCells | None = None, earlier: list[tuple[str, list[dict]]] | None = None,
-          answers: list[tuple[str, str]] | None = None) -> Verdict:
+          hung: HungCells | None = None, earlier: list[tuple[str, list[dict]]] | None = None) -> Verdict:
     """Run the hidden check of ``exercise_id`` on the answer the cells define.
 
     ``earlier``: for an exercise judged on the student's whole engine (``Spec.whole_engine``), the
-    cells of the student's notebooks of the earlier assignments, [(assignment, cells)].
-    ``answers``: every code cell of the student's notebook (``code_cells(cells)``), where the
-    judge reads which of the assignment's other exercises the student has answered (default:
-    ``cells``, the cells above the exercise)."""
+    cells of the student's notebooks of the earlier assignments, [(assignment, cells)]. Nothing
+    else of the student's is read: the other exercises of the assignment are sealed whatever the
+    student wrote there (:func:`_engine`)."""
     started = time.monotonic()
     the_spec = catalogue.exercise(exercise_id)  # LookupError names an unregistered exercise: a course error
     others = [s.name for s in catalogue.assignment(exercise_id) if s.id != exercise_id]
-    siblings = [s for s in catalogue.assignment(exercise_id) if s.in_engine and s.id != exercise_id]
-    unanswered = frozenset() if the_spec.whole_engine else \
-        frozenset(s.id for s in siblings) - answered(cells if answers is None else answers, siblings)
-    modules, homes, sealed_specs, stubbed = _engine(exercise_id, unanswered)
+    modules, homes, sealed_specs, stubbed = _engine(exercise_id)
 
     def verdict(passed: bool, message: str = "", detail: str = "") -> Verdict:
         seconds = time.monotonic() - started  # the judging, not the scrubbing (its index is built once)
@@ -171,7 +172,9 @@ def judge(exercise_id: str, cells: list[tuple[str, str]], *, sandbox: Sandbox, b
         return verdict(False, known)
     try:
         with Session(sandbox, budget=budget) as session, judging(session, the_spec):
-            session.oracle = Oracle(list(sealed_specs), stubbed)
+            # A check that drives later assignments (run_backward's) has the oracle run their ops'
+            # gradients on the engine's graph walk: there E is machinery, and a sealed node is no walk.
+            session.oracle = Oracle(list(sealed_specs), stubbed, None if the_spec.drives else the_spec)
             ready = session.setup(modules, homes, cells, the_spec.name, others,
                                   (earlier or []) if the_spec.whole_engine else None)
             if not ready.defined:
@@ -189,9 +192,7 @@ def judge(exercise_id: str, cells: list[tuple[str, str]], *, sandbox: Sandbox, b
                     if the_spec.whole_engine:
                         # a piece of an earlier assignment the student has not done (or not handed in)
                         return verdict(False, f"your engine is missing a piece: {stub}")
-                    # the kit's stub of another exercise, not done (or of a later assignment)
-                    return verdict(False, f"your code calls an exercise that is not done yet, which raised "
-                                          f"NotImplementedError: {stub}")
+                    return verdict(False, _stub_met(the_spec, stub))
                 return verdict(False, "not implemented yet (the function still raises NotImplementedError)")
             except StudentError as error:
                 return verdict(False, f"your code raised {error.remote_type}: {first_line(error)}{error.where}")
@@ -211,6 +212,23 @@ def judge(exercise_id: str, cells: list[tuple[str, str]], *, sandbox: Sandbox, b
     except SandboxFailure as failure:
         return verdict(False, f"your code {failure}")
     return verdict(True)
+
+
+def _stub_met(judged: Spec, stub: str) -> str:
+    """What to tell a student whose answer reached the kit's stub of another exercise (``stub``,
+    "exercise <id>: implement <name> ..."): one its check withholds, or one of a later assignment.
+    Never "not done": whether the student did it is not what decides (the check reads nothing but
+    this exercise's answer)."""
+    other = catalogue.declared(stub.split(":", 1)[0].removeprefix("exercise ").strip())
+    if other is not None and other.id in judged.withholds:
+        return (f"your code calls {other.title} ({other.id}), which is not run while {judged.title} is checked: "
+                f"the course's {other.title} computes this exercise's answer itself; write {judged.title} "
+                "without it")
+    if other is not None and other.prefix > judged.prefix:
+        return (f"your code calls {other.title} ({other.id}), an exercise of a later assignment "
+                f"({catalogue.assignment_name(other.prefix)}): the engine of "
+                f"{catalogue.assignment_name(judged.prefix)} does not have it yet")
+    return f"your code calls another exercise's stub, which raised NotImplementedError: {stub}"
 
 
 def _undefined(name: str, exercise_id: str, cells: list[dict]) -> str:

@@ -2,36 +2,35 @@
 
 When exercise E of assignment A is judged, the sandbox's kit holds the reference of the earlier
 assignments only. E is stubbed; the exercises of later assignments are stubbed too (the student's
-own kit has stubs there); so is every other exercise of A the student has not answered
-(:func:`answered`: it raises the NotImplementedError of the student's own kit, so an answer that
-leans on it fails saying which exercise is missing). Every other exercise of A is *sealed*: its
-body is a call over the channel, answered here by :class:`Oracle`, which runs the reference on
-plain data and answers with plain data. So a student's wrong ``unbroadcast`` cannot fail ``Mul``
-(the engine's unbroadcast is the reference's), yet no line of the reference's code is ever in the
-sandbox, and the oracle answers for the sealed exercises only, never for E nor for an exercise the
-student has not answered.
+own kit has stubs there), and so are the few exercises of A whose reference computes E's answer
+without calling E (``@graded(..., withholds=...)``). Every other exercise of A, answered or not,
+is *sealed*: its body is a call over the channel, answered here by :class:`Oracle`, which runs
+the reference on plain data and answers with plain data. So a student's wrong or missing
+``unbroadcast`` cannot fail ``Mul`` (the engine's unbroadcast is the reference's), E's verdict
+depends on E's answer alone, yet no line of the reference's code is ever in the sandbox, and the
+oracle answers for the sealed exercises only, never for E.
 
 The oracle runs a reference in an engine of its own (:class:`Engine`): the kit as the sandbox has
 it, with the sealed exercises' bodies in place and the same stubs, imported here under a private
-name. So a sealed reference that calls an exercise the student has not answered (attention's
-backward calls ``attention_backward``) meets its stub, as it would in the student's kit, and the
-reference engine's private fast kernels (which compute an exercise's work inside another op's
-node) are not there to answer for it.
+name, and E a stub while a request runs (:meth:`Engine.without`). So a sealed reference that
+calls E (Add's backward calls ``unbroadcast``) meets E's stub and the answer is told so, never
+served by E's reference; and the reference engine's private fast kernels (which compute an
+exercise's work inside another op's node) are not there to answer for it.
 
 An error of the reference's (arguments it cannot take) comes back as its type and the first line
 of its message, unless that line quotes an exercise body (then a sentence of ours).
 """
 from __future__ import annotations
 
-import ast
 import builtins
+import contextlib
 import importlib
 import inspect
 import itertools
 import sys
 import weakref
 from collections import OrderedDict
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterator
 from typing import Any
 
 import numpy as np
@@ -40,44 +39,10 @@ from autograder import kit
 from autograder.judge import catalogue
 from autograder.judge.catalogue import Spec
 from autograder.judge.scrub import quotes
-from autograder.kit.shipped.answers import not_done
 from autograder.sandbox.memory import Modules
 
 MAX_ELEMENTS = 1 << 24      # all arrays of one request together
 MAX_INTEGER = 1 << 20       # a parameter (a shape, a stride) past this is an attack, not a case
-
-
-def answered(cells: Iterable[tuple[str, str]], specs: Iterable[Spec]) -> frozenset[str]:
-    """The ids of ``specs`` the student has answered in ``cells``, a notebook's code cells as
-    (label, source) with an answer cell labelled by its exercise's id: as the student's own kit
-    decides (``coursekit/answers.py``), the cell is there, no longer the released stub, and it
-    defines the exercise's name. (Only text is read here: the cells run in the sandbox.)"""
-    sources = dict(cells)  # a label twice: the last cell counts, as in the kit's loader
-    return frozenset(s.id for s in specs
-                     if s.id in sources and not not_done(sources[s.id]) and _defines(sources[s.id], s.name))
-
-
-def _defines(source: str, name: str) -> bool:
-    """Whether the code binds ``name`` outside any function or class body."""
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError):
-        return False
-    todo: list[ast.AST] = [tree]
-    while todo:
-        node = todo.pop()
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            if node.name == name:
-                return True
-            continue  # what its body binds is local to it
-        if isinstance(node, ast.Lambda):
-            continue
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and node.id == name:
-            return True
-        if isinstance(node, ast.alias) and (node.asname or node.name.split(".")[0]) == name:
-            return True
-        todo.extend(ast.iter_child_nodes(node))
-    return False
 
 
 class Engine:
@@ -109,6 +74,35 @@ class Engine:
             obj = getattr(obj, part)
         return obj
 
+    @contextlib.contextmanager
+    def without(self, s: Spec | None) -> Iterator[None]:
+        """This engine with the exercise ``s`` a stub for the time of the block, its reference put
+        back after (a class's solution methods, or every module global bound to a function): one
+        engine per assignment serves every exercise judged in it, each with its own exercise out."""
+        if s is None or not s.in_engine:
+            yield
+            return
+        message = f"exercise {s.id}: not run while it is checked"
+
+        def stub(*args: Any, **kwargs: Any) -> Any:
+            raise NotImplementedError(message)
+
+        reference = self.reference(s)
+        saved: list[tuple[Any, str, Any]]  # (owner, name, what it held)
+        if isinstance(reference, type):
+            saved = [(reference, m, reference.__dict__[m]) for m in s.regions if m in reference.__dict__]
+        else:
+            modules = [m for name, m in list(sys.modules.items())
+                       if m is not None and (name == self.package or name.startswith(self.package + "."))]
+            saved = [(m, k, v) for m in modules for k, v in list(vars(m).items()) if v is reference]
+        try:
+            for owner, name, _ in saved:
+                setattr(owner, name, stub)
+            yield
+        finally:
+            for owner, name, value in saved:
+                setattr(owner, name, value)
+
     def close(self) -> None:
         if self._finder in sys.meta_path:
             sys.meta_path.remove(self._finder)
@@ -118,7 +112,8 @@ class Engine:
 
 _ENGINES: OrderedDict[frozenset[str], Engine] = OrderedDict()
 # A grading worker judges one notebook's exercises in turn, each assignment with its own few stubs:
-# room for one per assignment (made in the forkserver, see autograder.judge.worker) and a student's own.
+# room for one per assignment and one per exercise that withholds others (9 in all, made in the
+# forkserver, see autograder.judge.worker).
 ENGINES_KEPT = 10
 
 
@@ -162,9 +157,12 @@ class Oracle:
     """Answers the sandbox's requests for the sealed exercises ``specs`` (by exercise id), running
     their references in the engine whose ``stubbed`` exercises are stubs (made at the first request)."""
 
-    def __init__(self, specs: list[Spec], stubbed: Collection[str] = ()):
+    def __init__(self, specs: list[Spec], stubbed: Collection[str] = (), judged: Spec | None = None):
         self.specs = {s.id: s for s in specs}
         self.stubbed = frozenset(stubbed)
+        # The exercise being checked, a stub in the engine while a request runs (Engine.without):
+        # a sealed reference that calls it meets the stub, and the answer is told so.
+        self.judged = judged
         self._engine: Engine | None = None
 
     @property
@@ -181,7 +179,7 @@ class Oracle:
         R = self.engine.root
         # A member may switch the engine's grad mode (no_grad.__enter__): it is the oracle's, so it
         # comes back as it was whatever the member did.
-        with R.set_grad_enabled(R.is_grad_enabled()):
+        with R.set_grad_enabled(R.is_grad_enabled()), self.engine.without(self.judged):
             return self._answer(s, op, request)
 
     def _answer(self, s: Spec, op: Any, request: dict) -> Any:
@@ -200,6 +198,15 @@ class Oracle:
                 return self._walk(s, request)
         except OracleError:
             raise
+        except NotImplementedError as error:
+            j = self.judged
+            if j is not None and str(error).startswith(f"exercise {j.id}:"):
+                # The reference of s calls the exercise being checked: the course's version of it
+                # is not there to serve the answer (the student's own kit would call their own).
+                raise OracleError("RuntimeError", f"{s.title} calls {j.title} itself, so the grader does not run it "
+                                                  f"while {j.title} is checked: write {j.title} without "
+                                                  f"calling {s.title}") from None
+            raise OracleError("NotImplementedError", _message(error) or "not implemented") from None
         except Exception as error:  # noqa: BLE001 (the reference rejected what it was given)
             kind = type(error).__name__ if getattr(builtins, type(error).__name__, None) is type(error) \
                 else "RuntimeError"

@@ -156,7 +156,6 @@ def grade_submission(source: Path, submitted: Path, out: Path, *, sandbox: Sandb
         result["repairs"] += [f"{template_path.name}: {r}" for r in repairs]
         verdicts: dict[str, Verdict] = {}
         skipped = SkippedCells()
-        answers = code_cells(restored.cells)  # which exercises are answered: the whole notebook says
         for exercise in judged_exercises(restored.cells):
             if template_path.stem in result["unreadable"]:
                 verdicts[exercise] = Verdict(exercise, False, result["unreadable"][template_path.stem])
@@ -167,7 +166,7 @@ def grade_submission(source: Path, submitted: Path, out: Path, *, sandbox: Sandb
                 earlier = earlier_notebooks(source, submitted) if whole else None
                 verdicts[exercise] = judge_with_skips(exercise, code_cells(restored.cells, exercise), skipped,
                                                       sandbox=sandbox, budget=(the_spec and the_spec.budget) or budget,
-                                                      earlier=earlier, answers=answers)
+                                                      earlier=earlier)
             on_exercise(verdicts[exercise])
         result["notebooks"][template_path.stem] = {e: asdict(v) for e, v in verdicts.items()}
         notebook.write(autograded(restored, verdicts, skipped.messages()), out / template_path.name)

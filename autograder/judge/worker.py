@@ -53,7 +53,7 @@ def preload() -> None:
         from autograder.judge.judge import _engine
         from autograder.judge.scrub import forms
         for s in catalogue.in_engine():
-            sealed.engine(_engine(s.id, frozenset())[3])
+            sealed.engine(_engine(s.id)[3])
             forms(s.prefix)
 
 

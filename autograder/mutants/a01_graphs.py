@@ -129,7 +129,7 @@ MUTANTS = [
         find="for node in reversed(order):\n        node._backward()",
         replace=("def visit(node):\n        node._backward()\n        for child in node._children:\n"
                  "            visit(child)\n\n    visit(root)"),
-        why="the seed article's recursive backward: every path is walked, shared nodes send gradient "
+        why="a recursive backward: every path is walked, shared nodes send gradient "
             "many times (too large) and a diamond ladder takes exponential time",
     ),
     Mutant(
@@ -249,7 +249,7 @@ MUTANTS = [
                  "            visit(root, Tensor(np.ones_like(root.data)) if grads is None else grads[k])\n"
                  "        for node in []:\n"
                  "            g = None\n"),
-        why="the seed article's recursive walk: every path is followed, with no order and no limit",
+        why="a recursive walk: every path is followed, with no order and no limit",
     ),
     Mutant(
         id="run-backward-grad-overwritten",

@@ -15,7 +15,7 @@ MUTANTS = [
         exercise="a02-unbroadcast",
         find="return summed.reshape(shape) if lead else summed",
         replace="return grad.sum(axis=0)",
-        why="seed article 000's fix: sums axis 0 whatever the shapes",
+        why="sums axis 0 whatever the shapes",
     ),
     Mutant(
         id="unbroadcast-leading-axes-only",

@@ -238,13 +238,13 @@ def test_the_capstone_names_a_broken_earlier_op():
     notebook = notebook_with("a06-train-step")
     the_earlier = [(a, broken["cells"] if a == "a02_broadcasting" else cells) for a, cells in earlier("a06-train-step")]
     result = verdict("a06-train-step", notebook["cells"], budget=catalogue.exercise("a06-train-step").budget,
-                     earlier=the_earlier, whole_notebook=False)
+                     earlier=the_earlier)
     assert not result.passed and not result.detail, result
     assert "a02-mul" in result.message and "gradient check" in result.message, result.message
 
 
 def test_the_capstone_without_earlier_notebooks_says_what_is_missing():
     notebook = notebook_with("a06-train-step")
-    result = verdict("a06-train-step", notebook["cells"], budget=60, earlier=[], whole_notebook=False)
+    result = verdict("a06-train-step", notebook["cells"], budget=60, earlier=[])
     assert not result.passed and not result.detail, result
     assert "exercise a0" in result.message and "not done" not in result.message.split("exercise")[0], result.message

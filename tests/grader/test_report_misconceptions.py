@@ -14,7 +14,7 @@ from autograder.analytics.misconceptions import (
     group,
 )
 
-AXIS0 = ("you summed only axis 0 (the bug of the first seed article): sum over every axis that broadcasting "
+AXIS0 = ("you summed only axis 0: sum over every axis that broadcasting "
          "added in front or stretched from size 1")
 
 

@@ -21,7 +21,7 @@ from autograder import kit
 from autograder.commands.release import signature
 from autograder.judge import catalogue, scrub
 from autograder.judge.bubblewrap import Sandbox
-from autograder.judge.sealed import Oracle, OracleError, answered
+from autograder.judge.sealed import Oracle, OracleError
 
 from support import REPO, judging
 
@@ -113,7 +113,8 @@ def conv2d_weight_grad_array(x, grad, w_shape, stride, padding, dilation, groups
 @pytest.mark.parametrize("exercise_id", ["a03-conv2d-input-grad", "a03-conv2d-weight-grad"])
 def test_a_later_assignments_reference_does_not_answer_an_exercise(exercise_id):
     result = verdict(exercise_id, {exercise_id: CONV_BY_A04})
-    assert not result.passed and "NotImplementedError" in result.message + "not implemented", result
+    assert not result.passed, result
+    assert "(a04-conv-backward), an exercise of a later assignment (a04_conv_backward)" in result.message, result
 
 
 def test_a_line_of_an_earlier_assignments_reference_is_scrubbed_from_the_message():
@@ -162,7 +163,8 @@ def test_the_oracle_answers_for_its_sealed_exercises_only():
 
 
 # --------------------------------------------------------------------------------------------
-# No exercise is served by the reference of one the student has not answered (issue 29, section 5)
+# No exercise is served by another exercise's reference, whatever the student did of that other
+# exercise (issue 29, section 5; issue 37: a blank and a wrong answer are alike)
 # --------------------------------------------------------------------------------------------
 def not_done(signature: str) -> str:
     """An answer cell as nbgrader releases it."""
@@ -188,7 +190,7 @@ BY_ATTENTION_BACKWARD = SOFTMAX_BACKWARD_BY.format(body="""s = self.output
         eye = Tensor(np.broadcast_to(np.eye(s.shape[-1], dtype=s.dtype), s.shape[:-2] + (s.shape[-1],) * 2).copy())
         q = Tensor(np.zeros(s.shape, dtype=s.dtype))
         return attention_backward(grad, q, eye, eye, s, 1.0, (True, False, False))[0]""")
-# the gradient of attention (answered) with K = V = I: the judge's attention runs attention_backward
+# the gradient of attention with K = V = I: the judge's attention runs attention_backward
 BY_ATTENTION_GRADIENT = SOFTMAX_BACKWARD_BY.format(body="""(x,) = self.inputs
         eye = Tensor(np.eye(x.shape[-1], dtype=x.dtype))
         with set_grad_enabled(True):
@@ -196,40 +198,79 @@ BY_ATTENTION_GRADIENT = SOFTMAX_BACKWARD_BY.format(body="""(x,) = self.inputs
             out = scaled_dot_product_attention(x, eye, eye, attn_mask=mask, scale=1.0)
             return gradient(out, [x], grad, create_graph=True)[0]""")
 ATTENTION_BACKWARD = "def attention_backward(grad, q, k, v, p, scale, needs=(True, True, True)):"
+# the softmax's VJP is log-softmax's with the upstream gradient g * s
+SOFTMAX_BY_LOG_SOFTMAX = '''from coursekit.engine.ops.activation import LogSoftmax
+
+class Softmax(Function):
+    def __init__(self, axis):
+        self.axis = axis
+
+    def forward(self, x):
+        e = np.exp(x - np.max(x, axis=self.axis, keepdims=True))
+        return e / np.sum(e, axis=self.axis, keepdims=True)
+
+    def backward(self, grad):
+        (x,) = self.inputs
+        fn = LogSoftmax(self.axis)
+        fn.inputs, fn.needs_input_grad = (x,), (True,)
+        fn.forward(x.data)
+        return fn.backward(grad * self.output)
+'''
+# a sealed sibling whose reference calls the exercise: Add's backward sums back with unbroadcast
+UNBROADCAST_BY_ADD = '''from coursekit.engine import grad as gradient
+
+def unbroadcast(grad, shape):
+    x = Tensor(np.zeros(shape, grad.data.dtype), requires_grad=True)
+    out = x + Tensor(np.zeros(grad.shape, grad.data.dtype))
+    return gradient(out, [x], grad, create_graph=True)[0]
+'''
+BACKWARD = "class {name}(Function):\n    def backward(self, grad):"
+WRONG_ATTENTION_BACKWARD = f"{ATTENTION_BACKWARD}\n    return None, None, None\n"
+SIBLING = {  # the sibling an answer leans on: as released, answered wrongly, answered rightly (None)
+    "blank": lambda signature: not_done(signature),
+    "wrong": lambda signature: f"{signature}\n    return None\n",
+    "right": lambda signature: None,
+}
 
 
-@pytest.mark.parametrize("judged,answer,missing,stub", [
-    ("a07-softmax-backward", BY_ATTENTION_BACKWARD, "a07-attention-backward", ATTENTION_BACKWARD),
-    ("a07-softmax-backward", BY_ATTENTION_GRADIENT, "a07-attention-backward", ATTENTION_BACKWARD),
-    ("a02-mul", None, "a02-unbroadcast", "def unbroadcast(grad, shape):"),
-    ("a03-conv2d", None, "a03-im2col", "def im2col(x, kernel_size, stride=1, padding=0, dilation=1):"),
-], ids=["a07-called-from-the-kit", "a07-second-order-through-a-sealed-op", "a02-reference-answer",
-        "a03-reference-answer"])
-def test_an_exercise_not_answered_is_the_kits_stub_wherever_it_is_called(judged, answer, missing, stub):
-    """The notebook of the reference answers with `missing` as released and `judged` answered by
-    `answer` (None: the reference answer, which calls `missing`). Before, the judge's reference of
-    `missing` answered for it: MaskedSoftmax.backward as one call of attention_backward earned 2/2."""
-    result = verdict(judged, {missing: not_done(stub), **({judged: answer} if answer else {})})
-    assert not result.passed, f"{judged} passed on the reference of {missing}, which the student has not answered"
-    assert f"NotImplementedError: exercise {missing}: implement" in result.message, result.message
+@pytest.mark.parametrize("sibling", SIBLING)
+@pytest.mark.parametrize("judged,answer,other,signature,expected", [
+    ("a07-softmax-backward", BY_ATTENTION_BACKWARD, "a07-attention-backward", ATTENTION_BACKWARD,
+     "your code calls attention_backward (a07-attention-backward), which is not run while"),
+    ("a07-softmax-backward", BY_ATTENTION_GRADIENT, "a07-attention-backward", ATTENTION_BACKWARD,
+     "your code calls attention_backward (a07-attention-backward), which is not run while"),
+    ("a02-softmax", SOFTMAX_BY_LOG_SOFTMAX, "a02-log-softmax", BACKWARD.format(name="LogSoftmax"),
+     "your code calls LogSoftmax (a02-log-softmax), which is not run while"),
+    ("a02-unbroadcast", UNBROADCAST_BY_ADD, "a02-add", BACKWARD.format(name="Add"),
+     "Add calls unbroadcast itself, so the grader does not run it while unbroadcast is checked"),
+], ids=["a07-called-from-the-kit", "a07-second-order-through-a-sealed-op", "a02-softmax-by-log-softmax",
+        "a02-unbroadcast-by-add"])
+def test_no_exercise_is_served_by_another_exercises_reference(judged, answer, other, signature, expected, sibling):
+    """`judged` answered by a call of `other`, whose reference would compute its answer (or call the
+    judged exercise's reference). Before issue 29 MaskedSoftmax.backward as one call of
+    attention_backward earned 2/2; before issue 37, still, when attention_backward was answered."""
+    result = verdict(judged, {judged: answer, other: SIBLING[sibling](signature)})
+    assert not result.passed, f"{judged} passed, served by the course's {other}"
+    assert expected in result.message, result.message
+    assert "not done" not in result.message, result.message
+
+
+@pytest.mark.parametrize("judged,missing,stub", [
+    ("a02-mul", "a02-unbroadcast", "def unbroadcast(grad, shape):"),
+    ("a03-conv2d", "a03-im2col", "def im2col(x, kernel_size, stride=1, padding=0, dilation=1):"),
+    ("a07-attention", "a07-attention-backward", ATTENTION_BACKWARD),
+])
+def test_a_sibling_left_blank_or_wrong_costs_the_model_answer_nothing(judged, missing, stub):
+    """The reference answer of `judged`, which calls `missing` (or whose check reaches it in the
+    engine), with `missing` as released or answered wrongly: its points are its own (issue 37)."""
+    for sibling in (not_done(stub), f"{stub}\n    return None\n"):
+        result = verdict(judged, {missing: sibling})
+        assert result.passed, result
 
 
 def test_an_answered_exercise_is_the_judges_reference_for_the_others():
     """Isolation stays: the exercise below, answered (wrongly here), is sealed for the one above."""
-    wrong = "def attention_backward(grad, q, k, v, p, scale, needs=(True, True, True)):\n    return None, None, None\n"
-    assert verdict("a07-attention", {"a07-attention-backward": wrong}).passed
-
-
-def test_answered_follows_the_students_kit():
-    specs = {s.id: s for s in catalogue.assignment("a02")}
-    cells = [("cell 1", "import numpy as np"),
-             ("a02-unbroadcast", not_done("def unbroadcast(grad, shape):")),
-             ("a02-add", "class Add(Function):\n    def backward(self, grad):\n        return grad, grad\n"),
-             ("a02-mul", "class Mull(Function):\n    pass\n"),          # does not define Mul
-             ("a02-div", "class Div(Function:\n"),                      # does not parse
-             ("a02-exp", "Exp = __import__('coursekit').engine.Exp"),   # a binding counts
-             ("a02-log", "def helper():\n    Log = 1\n")]               # a local of another def does not
-    assert answered(cells, specs.values()) == {"a02-add", "a02-exp"}
+    assert verdict("a07-attention", {"a07-attention-backward": WRONG_ATTENTION_BACKWARD}).passed
 
 
 # --------------------------------------------------------------------------------------------

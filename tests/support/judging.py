@@ -7,6 +7,8 @@ import copy
 import functools
 import json
 
+import nbformat
+
 from autograder.course import notebook
 from autograder.judge import catalogue
 from autograder.judge.bubblewrap import Sandbox
@@ -39,22 +41,35 @@ def source_cells(assignment: str, answers: dict[str, str | None] | None = None) 
     return cells
 
 
+# An answer cell as released, and two wrong answers a student could leave there instead: the stub's
+# raise line replaced (every solution region of the cell), so the answer is no longer the kit's stub.
+LEFT_AS = {
+    "released": None,
+    "returns None": "return None",
+    "raises": "raise ValueError('wrong')",
+}
+
+
+def left_as(exercise_id: str, how: str = "released") -> str:
+    """The answer cell of ``exercise_id`` as released (the stub), or with every stub's
+    ``raise NotImplementedError()`` replaced by the wrong body ``LEFT_AS[how]``."""
+    cell = next(c for c in _source_cells(assignment_of(exercise_id)) if notebook.grade_id(c) == exercise_id)
+    released = notebook.released(nbformat.from_dict({**cell, "source": notebook.text(cell["source"])}))
+    body = LEFT_AS[how]
+    return released if body is None else released.replace("raise NotImplementedError()", body)
+
+
 def verdict(exercise_id: str, cells: list[dict] | list[tuple[str, str]] | None = None, *,
             answers: dict[str, str | None] | None = None, budget: float | None = None,
-            earlier: list[tuple[str, list[dict]]] | None = None, whole_notebook: bool = True) -> Verdict:
+            earlier: list[tuple[str, list[dict]]] | None = None) -> Verdict:
     """The judge's verdict on ``exercise_id``.
 
     ``cells``: a notebook's cells (dicts), or code cells as (label, source) pairs; default the source
     notebooks of the exercise's assignment with ``answers`` ({grade id: source}) in place of theirs.
-    ``whole_notebook``: the judge reads the notebook's other answers (what grade passes); off, it sees
-    only the cells above the exercise. ``budget``: default the exercise's own, else 60 s."""
+    ``budget``: default the exercise's own, else 60 s."""
     if cells is None:
         cells = source_cells(assignment_of(exercise_id), answers)
-    if cells and isinstance(cells[0], dict):
-        above, every = code_cells(cells, exercise_id), code_cells(cells)
-    else:
-        above, every = list(cells), None
+    above = code_cells(cells, exercise_id) if cells and isinstance(cells[0], dict) else list(cells)
     if budget is None:
         budget = getattr(catalogue.exercise(exercise_id), "budget", None) or 60.0
-    return judge(exercise_id, above, sandbox=SANDBOX, budget=budget, earlier=earlier,
-                 answers=every if whole_notebook else None)
+    return judge(exercise_id, above, sandbox=SANDBOX, budget=budget, earlier=earlier)

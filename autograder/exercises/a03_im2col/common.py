@@ -11,6 +11,8 @@ from autograder.judge.checks import (
     close,
     dtype_name,
     in_sandbox,
+    judged,
+    recorded_calls,
     reference_engine,
     run,
     student_engine,
@@ -130,8 +132,10 @@ WHAT = ["the output", "the input gradient dx", "the weight gradient dw", "the bi
         "a gradient of a gradient (create_graph=True) with respect to w"]
 
 
-def _inside_the_engine(name: str, rng, what: str) -> None:
-    S, R = student_engine(), reference_engine()
+def _engine_cases(rng):
+    """(label, the arguments of _conv_results after its engine) of the convolutions run inside the
+    engine: x, w, b, params, then the upstream gradient g and the directions vx, vw of the second order."""
+    R = reference_engine()
     for k in ENGINE_CASES:
         pattern = CONV_PATTERNS[k]
         x_shape, w_shape, params = _conv_shapes(rng, pattern)
@@ -139,11 +143,32 @@ def _inside_the_engine(name: str, rng, what: str) -> None:
         b = rng.standard_normal(w_shape[0])
         out_shape = R.ops.conv2d(x, w, b, **params).shape
         g, vx, vw = rng.standard_normal(out_shape), rng.standard_normal(x_shape), rng.standard_normal(w_shape)
-        label = f"{pattern[0]}, inside conv2d"
-        got = run(f"{label}: {what}", _conv_results, S, x, w, b, params, g, vx, vw)
-        want = _conv_results(R, x, w, b, params, g, vx, vw)
+        yield f"{pattern[0]}, inside conv2d", (x, w, b, params, g, vx, vw)
+
+
+def _inside_the_engine(name: str, rng, what: str) -> None:
+    S, R = student_engine(), reference_engine()
+    for label, args in _engine_cases(rng):
+        got = run(f"{label}: {what}", _conv_results, S, *args)
+        want = _conv_results(R, *args)
         for a, b_, text in zip(got, want, WHAT, strict=False):
             if not close(a, b_):
                 raise GradingFailure(f"{label}: {what}: {text} comes out wrong, although the checks of "
                                      f"{name} on its own passed (does it depend on its inputs' memory layout, "
                                      "e.g. a transposed view, or keep state between calls?)")
+
+
+def _as_the_convolution_calls(name: str, f, rng, what: str) -> None:
+    """The student's ``f`` (im2col or col2im) driven as the convolution's forward and gradients call
+    it: the convolution runs here, on the course's engine, and ``f`` gets each of its calls of
+    ``name``, one after the other (in the sandbox the convolution is the course's, which would not
+    call the student's ``f``, and must not compute it for them)."""
+    R = reference_engine()
+    for label, case in _engine_cases(rng):
+        for args, kwargs, want in recorded_calls(judged().reference(), lambda: _conv_results(R, *case)):
+            got = run(f"{label}: {what}", lambda: f(*args, **kwargs))
+            if not isinstance(got, np.ndarray) or got.shape != want.shape or not close(got, want):
+                raise GradingFailure(f"{label}: {what}: {name} gives a wrong result for one of the convolution's "
+                                     f"calls, although the checks of {name} on its own passed (does it depend on "
+                                     "its inputs' memory layout, e.g. a transposed view, or keep state between "
+                                     "calls?)")

@@ -21,10 +21,10 @@ from .common import (
     SPEED_SHAPE,
     TIME_LIMIT,
     _array,
+    _as_the_convolution_calls,
     _conv_shapes,
     _im,
     _in_sandbox,
-    _inside_the_engine,
     _slow,
     _speed,
 )
@@ -213,7 +213,7 @@ def check_im2col(im2col, rng):
                                      "column n*OH*OW + oh*OW + ow holds xp[n, c, oh*SH + i*DH, ow*SW + j*DW]")
             raise GradingFailure(f"{label}: wrong values; cols[c*KH*KW + i*KW + j, n*OH*OW + oh*OW + ow] = "
                                  "xp[n, c, oh*SH + i*DH, ow*SW + j*DW], xp the zero-padded input")
-        _inside_the_engine("im2col", rng, "the convolution (forward and backward) using your im2col")
+        _as_the_convolution_calls("im2col", f, rng, "the convolution (forward and backward) calling your im2col")
     _speed("im2col", f, np.zeros(SPEED_SHAPE, np.float32), 3, 1, 1, 1)
 
 
@@ -293,7 +293,7 @@ def check_col2im(col2im, rng):
             raise GradingFailure(f"{label}: wrong values; entry [c*KH*KW + i*KW + j, n*OH*OW + oh*OW + ow] of cols "
                                  "is added to pixel [n, c, oh*SH + i*DH, ow*SW + j*DW] of the padded image, whose "
                                  "padding is then cropped off")
-        _inside_the_engine("col2im", rng,
-                           "the convolution's input gradient (transposed convolution) using your col2im")
+        _as_the_convolution_calls("col2im", f, rng,
+                                  "the convolution's input gradient (transposed convolution) calling your col2im")
     N, C, H, W = SPEED_SHAPE
     _speed("col2im", f, np.zeros((C * 9, N * H * W), np.float32), SPEED_SHAPE, 3, 1, 1, 1)

@@ -10,9 +10,10 @@ import numpy as np
 from autograder.judge.checks import (
     GradingFailure,
     close,
+    judged,
+    recorded_calls,
     reference_engine,
     run,
-    student_engine,
     student_module,
     too_slow,
     type_name,
@@ -86,28 +87,27 @@ def _derived_case(rng, pattern):
     return (N, C, H, W), (K, C // groups, *kernel), params
 
 
-def _inside_the_derived_backward(name: str, rng) -> None:
-    """dilate / erode inside the sandbox's engine (the student's kernel plugged in, the rest the
-    reference): the derived backward there must agree with the reference's here."""
-    S, R = student_engine(), reference_engine()
+def _inside_the_derived_backward(name: str, f, rng) -> None:
+    """dilate / erode as the derived backward calls them: the derived backward (and the gradient
+    of its result) runs here, on the course's engine, and the student's ``f`` gets each of its
+    calls of ``name``, one after the other (in the sandbox the derived backward is the course's,
+    which would not call the student's kernel, and must not compute it for them)."""
+    R = reference_engine()
     for k in (2, 3, 5, 6):
         pattern = DERIVED_PATTERNS[k]
         x_shape, w_shape, params = _derived_case(rng, pattern)
         x, w = rng.standard_normal(x_shape), rng.standard_normal(w_shape)
         g = rng.standard_normal(R.ops.conv2d(x, w, None, **params).shape)
 
-        def results(E, cb):
-            xt, wt, gt = (E.Tensor(a.copy(), requires_grad=True) for a in (x, w, g))
-            dx, dw, db = cb.conv2d_backward_derived(xt, wt, gt, **params)
-            total = (dx * dx).sum() + (dw * dw).sum()
-            ddx, ddw, ddg = E.grad(total, [xt, wt, gt])
-            return [np.array(t.data) for t in (dx, dw, db, ddx, ddw, ddg)]
+        def results():
+            xt, wt, gt = (R.Tensor(a.copy(), requires_grad=True) for a in (x, w, g))
+            dx, dw, _ = _cb().conv2d_backward_derived(xt, wt, gt, **params)
+            R.grad((dx * dx).sum() + (dw * dw).sum(), [xt, wt, gt])
 
         label = f"{pattern[0]}, inside the derived backward"
-        got = run(f"{label} using your {name}", results, S, _student_cb())
-        want = results(R, _cb())
-        for a, b in zip(got, want, strict=False):
-            if not close(a, b):
-                raise GradingFailure(f"{label}: the convolution's gradients come out wrong with your {name}, "
-                                     "although its own checks passed (is its result a view that the engine "
-                                     "then writes into, or does it keep state between calls?)")
+        for args, kwargs, want in recorded_calls(judged().reference(), results):
+            got = run(f"{label}, calling your {name}", lambda: f(*args, **kwargs))
+            if not isinstance(got, np.ndarray) or got.shape != want.shape or not close(got, want):
+                raise GradingFailure(f"{label}: your {name} gives a wrong result for one of its calls, although "
+                                     "its own checks passed (is its result a view that the engine then writes "
+                                     "into, or does it keep state between calls?)")

@@ -85,7 +85,7 @@ def check_dilate(dilate_array, rng):
                 raise GradingFailure(f"{label}: x was copied as a block: spread its samples out, x[i, j] to (s*i, s*j)")
             raise GradingFailure(f"{label}: wrong values; out[..., s*i, s*j] = x[..., i, j] and zeros everywhere "
                                  "else (extra rows and columns of `size` stay zero, at the end)")
-        _inside_the_derived_backward("dilate_array", rng)
+        _inside_the_derived_backward("dilate_array", f, rng)
 
 
 def _erode_cases(rng):
@@ -132,4 +132,4 @@ def check_erode(erode_array, rng):
             if stride != (1, 1) and late.shape == out.shape and np.array_equal(out, late):
                 raise GradingFailure(f"{label}: {starts_late}")
             raise GradingFailure(f"{label}: wrong values; out[..., i, j] = x[..., s*i, s*j]")
-        _inside_the_derived_backward("erode_array", rng)
+        _inside_the_derived_backward("erode_array", f, rng)

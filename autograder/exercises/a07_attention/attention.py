@@ -95,13 +95,19 @@ def _attention_hint(got, q, k, v, kwargs, dtype) -> str:
         if close(got, candidate(is_causal=False, attn_mask=future), dtype):
             return "is_causal=True: query i attends keys j <= i (the past), not j >= i"
         if close(got, candidate(is_causal=False), dtype):
-            return "is_causal=True is ignored: build causal_mask(L, S) as an additive mask"
+            return ("is_causal=True changes nothing: every query still sees the later keys. The causal mask "
+                    "(causal_mask(L, S), made additive) must reach the op: pass it as its mask")
     if "attn_mask" in kwargs:
         mask = np.asarray(kwargs["attn_mask"])
         if close(got, candidate(attn_mask=None), dtype):
             return "attn_mask is ignored: turn it into an additive mask (additive_mask) and pass it to the op"
         if mask.dtype == bool and close(got, candidate(attn_mask=~mask), dtype):
             return "a bool mask is True where a query may attend (as PyTorch's), not where it may not"
+        if mask.dtype == bool and (~mask).all(axis=-1).any() and \
+                close(got, candidate(attn_mask=np.where(mask, 0.0, -1e9).astype(q.dtype)), dtype):
+            return ("a query whose every key is masked must give 0, and yours attends as if unmasked: the mask "
+                    "was filled with a large finite number (-1e9) instead of -inf (additive_mask), and "
+                    "softmax(z + c) is softmax(z)")
         if mask.dtype == bool and close(got, candidate(attn_mask=mask.astype(q.dtype)), dtype):
             return ("a bool mask is added to the scores as it is, as 0 and 1: turn it into 0 / -inf first "
                     "(additive_mask), so that a False key gets weight 0")

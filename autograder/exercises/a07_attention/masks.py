@@ -118,6 +118,10 @@ def _softmax_hint(got, x, mask, want, dtype) -> str:
             return ("the mask is applied after the softmax (the weights multiplied by a 0/1 mask): the masked keys' "
                     "share is lost, so a row no longer sums to 1, and their scores still count in the normalizer; "
                     "add the mask to the scores before the softmax")
+    if full.any() and close(got[~full], want[~full], dtype) and close(got[full], _softmax(x)[full], dtype):
+        return ("a fully masked row must come out all zeros (nothing to attend to), and yours is the softmax of "
+                "its scores as if unmasked: a masked entry was filled with a large finite number (-1e9) instead of "
+                "-inf, and softmax(z + c) is softmax(z)")
     if full.any() and np.isnan(got[full]).any() and np.all(np.isfinite(got[~full])):
         return ("a row whose every entry is masked gives nan (its max is -inf, and -inf - (-inf) is nan); PyTorch "
                 "returns zeros for it: handle that row")
@@ -175,8 +179,9 @@ def _softmax_backward_exception(error) -> str | None:
     return None
 
 
+# attention_backward holds the softmax's gradient (dS = P * (dP - <dP, P>)): withheld, or an answer could call it.
 @graded("a07-softmax-backward", "solutions.ops.attention:MaskedSoftmax", regions=("backward",), points=2,
-        title="MaskedSoftmax.backward")
+        title="MaskedSoftmax.backward", withholds=("a07-attention-backward",))
 def check_softmax_backward(MaskedSoftmax, rng):
     cases = [Case(label, [x], _masked_softmax_call(mask), names=("x",), second_order=k in (0, 3))
              for k, (label, x, mask) in enumerate(_softmax_cases(rng))

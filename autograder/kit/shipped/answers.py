@@ -78,8 +78,7 @@ def _grade_id(cell: dict) -> str:
 
 
 def not_done(source: str) -> bool:
-    """Whether an answer cell is still as released: it ends in nbgrader's `raise NotImplementedError()`.
-    (The judge asks the same of every answer cell: an exercise not done is a stub in its sandbox too.)"""
+    """Whether an answer cell is still as released: it ends in nbgrader's `raise NotImplementedError()`."""
     return bool(_NOT_DONE.search(source))
 
 
