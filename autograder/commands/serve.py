@@ -56,6 +56,7 @@ from autograder.course import Course, CourseError, notebook
 from autograder.course.exchange import SECRET, SECRET_FILE, parse_name, release_feedback
 from autograder.course.files import write_file
 from autograder.course.students import printable
+from autograder.course.term import Term
 
 if TYPE_CHECKING:
     from autograder.grading.executors import ClusterAccess
@@ -214,10 +215,12 @@ class Service:
                 entry["seen"] = seen
                 arrivals.append((assignment, student))
         for assignment in assignments:
-            due = self.due(assignment)
-            if due is not None and self.now() >= due:
-                arrivals += [(assignment, key.split("/", 1)[1]) for key, entry in self.state.students.items()
-                             if key.startswith(f"{assignment}/") and _owes_full_page(entry)]
+            for held, entry in self.state.students.items():
+                if held.startswith(f"{assignment}/") and _owes_full_page(entry):
+                    student = held.split("/", 1)[1]
+                    due = self.due(assignment, student)  # their own: an extension moves it
+                    if due is not None and self.now() >= due:
+                        arrivals.append((assignment, student))
         changed = False
         for key in arrivals:
             entry = self.state.entry(*key)
@@ -228,13 +231,19 @@ class Service:
         if changed:
             self.state.save()
 
-    def due(self, assignment: str) -> datetime | None:
+    def due(self, assignment: str, student: str | None = None) -> datetime | None:
+        """The assignment's due date, or ``student``'s own: with the extension the instructor gave them
+        (``autograder extend``, :mod:`autograder.course.term`), so what they see before it follows it."""
         with self.course.gradebook() as gb:
             try:
                 due = gb.find_assignment(assignment).duedate
             except Exception:  # nbgrader's MissingEntry: released without a due date
                 return None
-        return None if due is None else due.replace(tzinfo=timezone.utc)
+        if due is None:
+            return None
+        if student is not None:
+            due += timedelta(seconds=Term.load(self.course).base_extension(student, assignment, due))
+        return due.replace(tzinfo=timezone.utc)
 
     # -- one pass
 
@@ -339,7 +348,7 @@ class Service:
     # -- feedback, as the policy says
 
     def _release(self, assignment: str, student: str, stamp: str, rules: Policy) -> None:
-        due = self.due(assignment)
+        due = self.due(assignment, student)
         mode = rules.before_due if due is None or self.now() < due else "full"
         entry = self.state.entry(assignment, student)
         score = _score_text(self.course, assignment, student)

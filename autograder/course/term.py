@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
@@ -36,6 +35,7 @@ from nbgrader.api import Gradebook, SubmittedAssignment
 from nbgrader.utils import parse_utc
 
 from autograder.course import Course, CourseError
+from autograder.course.files import write_file
 from autograder.course.nbgrader_glue import AssignLatePenaltiesTo
 
 DAY = 86400.0
@@ -112,12 +112,10 @@ class Term:
                               "from a backup") from None
 
     def save(self, course: Course) -> None:
-        path = term_path(course)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"extensions": self.extensions, "standing": self.standing, "budget": self.budget,
-                                   "spend": self.spend, "opens": self.opens}, indent=1, sort_keys=True))
-        os.replace(tmp, path)  # all or nothing
+        # all or nothing (written beside, then renamed over), never through a link
+        write_file(term_path(course), json.dumps({"extensions": self.extensions, "standing": self.standing,
+                                                  "budget": self.budget, "spend": self.spend, "opens": self.opens},
+                                                 indent=1, sort_keys=True))
 
     def empty(self) -> bool:
         return not (self.extensions or self.standing or self.budget is not None or self.spend)

@@ -154,6 +154,26 @@ def test_the_policy_before_the_due_date(course, capsys):
         policy(course, ASSIGNMENT)
 
 
+def test_an_extension_moves_the_due_date_the_service_keeps_for_that_student(course):
+    """Issue 41 in the service: carol's two extra days keep her page withheld past the class's due
+    date, and her page names her own due date; dave's is released at the class's."""
+    assert autograder(course, "release", ASSIGNMENT, "--due", "2030-01-01 12:00 UTC") == 0
+    configure(course, 'c.FeedbackService.policy = {"a00_toy": {"before_due": "none"}}')
+    clock = [datetime(2029, 12, 31, 12, 0, tzinfo=timezone.utc)]
+    service = Service(course, now=lambda: clock[0])
+    carol, dave = record(course, "carol"), record(course, "dave")
+    service.run(0, once=True)
+    assert not page(course, carol).exists() and not page(course, dave).exists()
+    assert autograder(course, "extend", "carol", ASSIGNMENT, "--by", "2d") == 0
+    clock[0] = datetime(2030, 1, 1, 12, 1, tzinfo=timezone.utc)  # past the class's due date, not carol's
+    service.run(0, once=True)
+    assert page(course, dave).exists() and not page(course, carol).exists()
+    clock[0] = datetime(2030, 1, 3, 12, 1, tzinfo=timezone.utc)
+    service.run(0, once=True)
+    assert "due 2030-01-03 12:00 UTC" in page(course, carol).read_text()
+    assert sorted(graded(course)) == ["carol", "dave"]  # withheld pages are released, nothing graded again
+
+
 def test_pause_off_and_status(course, capsys):
     service = Service(course)
     set_controls(course, paused=True)
