@@ -3,8 +3,9 @@
 The chapter's own cells, taken from book/07_attention.md as a reader copies them (the imports, the data,
 the model class, the loss, the decoding), run here on the reference kit, outside the book build:
 the model they define is trained for the chapter's budget (`sequence.Settings()`, 300 steps of 64
-lines, which the chapter's training cell uses) by the loop the chapter hands to `sequence.train`,
-and must sort at least 95 % of held-out lines exactly with the chapter's greedy decoding. The cells
+lines, which the chapter's training cell uses) by `sequence.train`, the module's copy of the loop the
+chapter writes out (its Check runs five steps of both and asserts the same losses), and must sort
+at least 95 % of held-out lines exactly with the chapter's greedy decoding. The cells
 run in a fresh interpreter (the reference kit is a package named `coursekit`, which other tests
 build for the student's side).
 """
@@ -25,7 +26,7 @@ ROOT = REPO
 CHAPTER = ROOT / "book" / "07_attention.md"
 # What a reader copies to have the model: the first code cell (the imports), then the cells that
 # define these names.
-DEFINES = ("SEP, VOCAB = ", "class Sorter(", "def next_token_loss(", "def sort_greedily(")
+DEFINES = ("SEP, VOCAB = ", "class Block(", "class Sorter(", "def next_token_loss(", "def sort_greedily(")
 
 RUN = """
 import json, sys
@@ -59,9 +60,11 @@ def test_the_chapter_defines_the_model_loss_and_decoding_in_cells_of_their_own()
     assert "from coursekit.engine import" in imports
     for name, cell in zip(DEFINES, cells, strict=True):
         assert name in cell and "sequence.train" not in cell, cell[:200]
-    training = next(c for c in re.findall(r"```\{code-cell\}[^\n]*\n(.*?)```", CHAPTER.read_text(), flags=re.S)
-                    if "sequence.train(" in c)
-    assert "model=model" in training and "loss=next_token_loss" in training, training
+    code = re.findall(r"```\{code-cell\}[^\n]*\n(.*?)```", CHAPTER.read_text(), flags=re.S)
+    training = next(c for c in code if "def train(" in c)
+    assert "losses = train(model, settings, next_token_loss)" in training, training
+    check = next(c for c in code if "sequence.train(" in c)  # the page's loop is the module's
+    assert "by_page = train(" in check and "assert np.allclose(by_page, by_module" in check, check
     settings = re.search(r"^settings = sequence\.Settings\(\)", CHAPTER.read_text(), flags=re.M)
     assert settings, "the chapter trains with the module's default budget, which this test uses"
 

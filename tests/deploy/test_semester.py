@@ -543,8 +543,11 @@ def dask_cluster(site: Hub, root: Path):
     started = []
     for command in ([*python, "distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port", str(port),
                      "--protocol", "tls", *tls, "--no-dashboard"],
+                    # its scratch in the instructor's home, which goes with the user: killed at the end, the
+                    # worker cleans nothing, and /tmp/dask-scratch-space would outlive the user's uid
                     [*python, "distributed.cli.dask_worker", address, "--nthreads", "1", "--no-dashboard",
-                     "--host", "127.0.0.1", "--no-nanny", *tls]):
+                     "--host", "127.0.0.1", "--no-nanny", "--local-directory", str(home(site.instructor) / ".dask"),
+                     *tls]):
         log = (root / f"dask-{len(started)}.log").open("w")
         started.append(subprocess.Popen(["runuser", "-u", site.instructor, "--", "env",
                                          f"HOME={home(site.instructor)}", *env, *map(str, command)],
