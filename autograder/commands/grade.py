@@ -43,6 +43,7 @@ import fcntl
 import shutil
 import sys
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -52,6 +53,8 @@ from autograder.course import MAX_NOTEBOOK_BYTES, Course, CourseError, size_text
 from autograder.grading.control import StopRequest
 from autograder.grading.record import Ledger, Outcome, _graded_outcome, _record, fingerprint
 from autograder.grading.workers import Finished, Limits, Run
+
+MORE_EVERY = 1.0  # seconds: how often a run with a free worker asks the service for new work
 
 if TYPE_CHECKING:
     from autograder.grading.executors import ClusterAccess, Executor
@@ -93,12 +96,20 @@ def require_sandbox(unsafe: bool) -> None:
 
 def grade(course: Course, assignment: str, students: list[str] | None = None, *, jobs: int = 1,
           limits: Limits = Limits(), force: bool = False, progress: bool = True,
-          unsafe: bool = False, scheduler: str | None = None, access: ClusterAccess | None = None) -> list[Outcome]:
+          unsafe: bool = False, scheduler: str | None = None, access: ClusterAccess | None = None,
+          more: Callable[[], list[str]] | None = None,
+          each: Callable[[Outcome], None] | None = None) -> list[Outcome]:
     """Grade the submissions of ``assignment``; returns one Outcome per selected student.
 
     ``scheduler`` (``tls://HOST:PORT``): grade on that Dask cluster's workers instead of ``jobs``
     local ones (:mod:`autograder.grading.executors`), reached as ``access`` says; this process
-    still records every grade."""
+    still records every grade.
+
+    For the grading service (:mod:`autograder.commands.serve`): ``more()`` is asked for further
+    students whenever a worker is free, so that a run takes each new submission as soon as there
+    is room instead of waiting for its slowest student (it returns [] when none waits; the run
+    ends when none waits and none is being graded); ``each(outcome)`` is called as each student's
+    outcome is recorded."""
     from autograder.grading.executors import ClusterAccess, DaskExecutor, LocalExecutor
 
     course.require_assignment(assignment)
@@ -107,17 +118,26 @@ def grade(course: Course, assignment: str, students: list[str] | None = None, *,
     students = select_students(course, assignment, students)
     ledger = Ledger(course, assignment)
     outcomes: dict[str, Outcome] = {}
-    with _exclusive(course, assignment), StopRequest() as stop, contextlib.closing(ledger):
+
+    def to_grade(names: list[str]) -> list[str]:
+        """Those of ``names`` to hand a worker; the others (done already, too large) get their outcome now."""
         with course.gradebook() as gb:
-            done = [s for s in students if not force and ledger.is_done(gb, s)]
-        for student in done:
-            outcomes[student] = _graded_outcome(course, assignment, student, "already graded")
-        for student in students:
-            if student not in outcomes and (too_large := _oversized(course, assignment, student)):
-                outcomes[student] = Outcome(student, "failed", too_large)
+            done = [s for s in names if not force and ledger.is_done(gb, s)]
+        settled = [_graded_outcome(course, assignment, student, "already graded") for student in done]
+        for student in names:
+            if student not in done and (too_large := _oversized(course, assignment, student)):
+                settled.append(Outcome(student, "failed", too_large))
                 ledger.mark_failed(student, too_large, "")
-        todo = [s for s in students if s not in outcomes]
-        if todo:
+        for outcome in settled:
+            outcomes[outcome.student] = outcome
+            if each is not None:
+                each(outcome)
+        return [s for s in names if s not in outcomes]
+
+    more_to_grade = None if more is None else (lambda: to_grade(select_students(course, assignment, more())))
+    with _exclusive(course, assignment), StopRequest() as stop, contextlib.closing(ledger):
+        todo = to_grade(students)
+        if todo or more is not None:
             run = Run(course, assignment)
             executor: Executor
             try:
@@ -127,12 +147,13 @@ def grade(course: Course, assignment: str, students: list[str] | None = None, *,
                     executor = DaskExecutor(scheduler, course, assignment, limits, unsafe, run,
                                             access or ClusterAccess())
                 try:
-                    outcomes.update(GradingRun(course, assignment, ledger, executor, stop, progress).grade(todo))
+                    grading = GradingRun(course, assignment, ledger, executor, stop, progress)
+                    outcomes.update(grading.grade(todo, more=more_to_grade, each=each))
                 finally:
                     executor.close()  # on Ctrl-C or an error: stops what is still running
             finally:
                 run.close()
-    return [outcomes[s] for s in students if s in outcomes]
+    return [outcomes[s] for s in dict.fromkeys(students + list(outcomes)) if s in outcomes]
 
 
 def _oversized(course: Course, assignment: str, student: str) -> str:
@@ -161,25 +182,39 @@ class GradingRun:
     progress: bool = True
     outcomes: dict[str, Outcome] = field(default_factory=dict)
 
-    def grade(self, students: list[str]) -> dict[str, Outcome]:
+    def grade(self, students: list[str], more: Callable[[], list[str]] | None = None,
+              each: Callable[[Outcome], None] | None = None) -> dict[str, Outcome]:
+        """Grade ``students`` (and, with ``more``, whoever it hands over while a worker is free;
+        :func:`grade` says why); ``each`` hears every outcome as it is recorded."""
         todo = deque(students)
         with tqdm(total=len(todo), desc=f"grading {self.assignment}", unit="student",
                   disable=not self.progress, file=sys.stderr) as bar:
-            while todo or self.executor.busy():
+            while True:
                 self.stop.checkpoint()
-                while todo and self.executor.room() > 0:
+                while self.executor.room() > 0:
+                    if not todo and more is not None:
+                        added = [s for s in more() if s not in self.outcomes and s not in todo]
+                        todo.extend(added)
+                        bar.total += len(added)
+                    if not todo:
+                        break
                     self._launch(todo.popleft())
-                for done in self.executor.wait(self.stop):
-                    self._finish(done, bar)
-        return self.outcomes
+                if not todo and not self.executor.busy():
+                    return self.outcomes
+                # with ``more``, a free worker looks for new work every MORE_EVERY seconds meanwhile
+                timeout = MORE_EVERY if more is not None and self.executor.room() > 0 else None
+                for done in self.executor.wait(self.stop, timeout):
+                    outcome = self._finish(done, bar)
+                    if outcome is not None and each is not None:
+                        each(outcome)
 
     def _launch(self, student: str) -> None:
         self.ledger.unmark(student)  # from here until recorded, this student is not done
         self.executor.submit(student, fingerprint(self.course.submitted_dir(student, self.assignment)))
 
-    def _finish(self, done: Finished, bar: tqdm) -> None:
+    def _finish(self, done: Finished, bar: tqdm) -> Outcome | None:
         if done.student in self.outcomes:  # a task Dask ran twice: the first reply counts
-            return
+            return None
         try:
             if done.result is None:
                 outcome = Outcome(done.student, "failed", done.failure, log=done.log)
@@ -194,3 +229,4 @@ class GradingRun:
         self.outcomes[done.student] = outcome
         bar.set_postfix_str(f"{done.student}: {outcome.status}")
         bar.update(1)
+        return outcome

@@ -60,6 +60,7 @@ from autograder.course.term import Term
 
 if TYPE_CHECKING:
     from autograder.grading.executors import ClusterAccess
+    from autograder.grading.record import Outcome
     from autograder.grading.workers import Limits
 
 MODES = ("full", "score", "none")
@@ -224,10 +225,14 @@ class Service:
         changed = False
         for key in arrivals:
             entry = self.state.entry(*key)
-            if key not in self.queue and entry["status"] != "grading":
+            if key in self.queue:
+                continue
+            if entry["status"] != "grading":
                 entry.update(status="waiting", since=self.now().isoformat(), detail="")
-                self.queue.append(key)
-                changed = True
+            # else: a newer submission while the older is graded: in line for the next run
+            # (:meth:`_graded` says "waiting" once the older is done, so a restart keeps it)
+            self.queue.append(key)
+            changed = True
         if changed:
             self.state.save()
 
@@ -248,41 +253,59 @@ class Service:
     # -- one pass
 
     def step(self) -> bool:
-        """Poll, then grade the next students in the queue (at most ``jobs``, round-robin; a student
-        over the hourly limit waits). Returns whether anything was graded or released."""
+        """Poll, then grade the students in the queue, round-robin, in one run of the assignment at
+        its head: the run starts with up to ``jobs`` of them, and each time a worker is free it takes
+        the next in line if that one is of the same assignment (:meth:`_take`), so a slow submission
+        holds one worker, not the others. A student over the hourly limit waits. Returns whether
+        anything was graded or released."""
         self.poll()
-        now = controls(self.course)
-        if now["paused"] or not self.queue:
+        first = self._take(self.jobs)
+        if not first:
+            self.state.save()
             return False
+        assignment = first[0][0]
+        taken = [student for _, student in first]
+        # a surprise of the run itself (its first collect, the gradebook) fails those it was grading
+        with self._surprises(assignment, taken):
+            self._grade(assignment, taken)
+        return True
+
+    def _take(self, n: int, assignment: str | None = None, taken: Sequence[str] = ()) -> list[tuple[str, str]]:
+        """Up to ``n`` students from the front of the queue, all of one assignment (``assignment``,
+        or the first one's); the others keep their places. A student of an assignment turned off,
+        or over the hourly limit, goes to the back; a student already graded in this run (in
+        ``taken``) waits for the next run. Marks those taken as grading."""
+        now = controls(self.course)
+        if now["paused"]:
+            return []
         batch: list[tuple[str, str]] = []
-        held = []
-        while self.queue and len(batch) < self.jobs:
+        held, kept = [], []
+        while self.queue and len(batch) < n:
             key = self.queue.popleft()
-            wait = None if key[0] in now["off"] else self._over_limit(*key)
             if key[0] in now["off"]:
                 held.append(key)  # kept in line, graded once the assignment is on again
-            elif wait is None:
-                batch.append(key)
-            else:
+                continue
+            if assignment is not None and key[0] != assignment or key[1] in taken:
+                kept.append(key)
+                if key[0] != assignment:
+                    break  # another assignment's turn: this run takes no one past it
+                continue
+            wait = self._over_limit(*key)
+            if wait is not None:
                 held.append(key)
                 self.state.entry(*key)["detail"] = (f"at most {policy(self.course, key[0]).per_hour} graded "
                                                     f"submissions an hour: next at {wait:%H:%M} UTC")
+                continue
+            assignment = key[0]
+            batch.append(key)
+        self.queue.extendleft(reversed(kept))
         self.queue.extend(held)
-        if not batch:
+        for key in batch:
+            tried = self.state.entry(*key).get("attempts", 0)
+            self._set(*key, "grading", attempts=tried + 1)
+        if batch:
             self.state.save()
-            return False
-        for assignment in dict.fromkeys(a for a, _ in batch):
-            students = [s for a, s in batch if a == assignment]
-            try:
-                self._grade(assignment, students)
-            except KeyboardInterrupt:
-                raise
-            except Exception as error:  # one submission's surprise stops no one else's grading
-                for student in students:
-                    self._set(assignment, student, "failed", f"the service failed on it: {type(error).__name__}: "
-                                                             f"{error}")
-                self.state.save()
-        return True
+        return batch
 
     def _over_limit(self, assignment: str, student: str) -> datetime | None:
         """When the student may be graded again, or None if now."""
@@ -299,51 +322,92 @@ class Service:
         self.state.entry(assignment, student).update(status=status, detail=detail, **more)
 
     def _grade(self, assignment: str, students: list[str]) -> None:
-        from autograder.commands.collect import collect_exchange
+        """One run of ``assignment``: ``students`` first, then whoever :meth:`_take` hands over while a
+        worker is free; each collected just before it is graded, and its feedback released as soon
+        as it is recorded."""
         from autograder.commands.grade import grade
 
-        for student in students:
-            tried = self.state.entry(assignment, student).get("attempts", 0)
-            self._set(assignment, student, "grading", attempts=tried + 1)
-        self.state.save()
+        rules = policy(self.course, assignment)
+        taken = students  # the caller's list: it sees whom the run took (a surprise fails those still grading)
+
+        def more() -> list[str]:
+            self.poll()
+            keys = self._take(1, assignment, taken)
+            students = [student for _, student in keys]
+            taken.extend(students)
+            with self._surprises(assignment, students):  # theirs, not the run's: the others go on
+                return self._collect(assignment, students)
+            return []
+
+        def each(outcome: Outcome) -> None:
+            with self._surprises(assignment, [outcome.student]):
+                self._graded(assignment, outcome, rules)
+            self.state.save()
+
+        todo = self._collect(assignment, list(students))
+        if not todo:
+            return
         try:
-            rules = policy(self.course, assignment)
+            grade(self.course, assignment, todo, jobs=self.jobs, limits=self.limits, progress=False,
+                  unsafe=self.unsafe, scheduler=self.scheduler, access=self.access, more=more, each=each)
+        except CourseError as error:  # the instructor's own `grade` runs: this one's turn comes again
+            for student in taken:
+                if self.state.entry(assignment, student)["status"] == "grading":
+                    self._set(assignment, student, "waiting", f"not graded yet: {error}")
+                    self.queue.append((assignment, student))
+            self.state.save()
+
+    @contextlib.contextmanager
+    def _surprises(self, assignment: str, students: list[str]):
+        """An unexpected error about ``students`` fails them, and no one else."""
+        try:
+            yield
+        except Exception as error:
+            for student in students:
+                if self.state.entry(assignment, student)["status"] == "grading":  # not one already done
+                    self._set(assignment, student, "failed",
+                              f"the service failed on it: {type(error).__name__}: {error}")
+            self.state.save()
+
+    def _collect(self, assignment: str, students: list[str]) -> list[str]:
+        """Collect ``students``' latest submissions (as ``collect --exchange`` does); returns those
+        collected, the others marked refused (or failed) with the reason."""
+        from autograder.commands.collect import collect_exchange
+
+        if not students:
+            return []
+        try:
             report = collect_exchange(self.course, assignment, self.exchange, students=students)
         except CourseError as error:
             for student in students:
                 self._set(assignment, student, "failed", str(error))
             self.state.save()
-            return
+            return []
         collected = {student for student, _, _ in report.imported}
         for student in students:
             if student not in collected:
                 reasons = [f"{name}: {reason}" for name, reason in report.skipped
                            if name.startswith((f"{student}+", f"{student}/"))]
                 self._set(assignment, student, "refused", "; ".join(reasons) or "no notebook of the assignment")
-        todo = [s for s in students if s in collected]
-        if not todo:
-            self.state.save()
-            return
-        try:
-            outcomes = grade(self.course, assignment, todo, jobs=self.jobs, limits=self.limits, progress=False,
-                             unsafe=self.unsafe, scheduler=self.scheduler, access=self.access)
-        except CourseError as error:  # the instructor's own `grade` runs: this one's turn comes again
-            for student in todo:
-                self._set(assignment, student, "waiting", f"not graded yet: {error}")
-                self.queue.append((assignment, student))
-            self.state.save()
-            return
-        for outcome in outcomes:
-            entry = self.state.entry(assignment, outcome.student)
-            stamp = (self.course.submitted_dir(outcome.student, assignment) / "timestamp.txt").read_text().strip()
-            if outcome.status == "failed":
-                self._set(assignment, outcome.student, "failed", outcome.detail or "grading failed", submission=stamp)
-                continue
-            if outcome.status == "graded":
-                entry.setdefault("graded_at", []).append(self.now().isoformat())
-                self.state.history.append([assignment, outcome.student, stamp, self.now().isoformat()])
-            self._release(assignment, outcome.student, stamp, rules)
         self.state.save()
+        return [s for s in students if s in collected]
+
+    def _graded(self, assignment: str, outcome: Outcome, rules: Policy) -> None:
+        """Record what became of one student's grading, and release their feedback as ``rules`` say."""
+        entry = self.state.entry(assignment, outcome.student)
+        stamp = (self.course.submitted_dir(outcome.student, assignment) / "timestamp.txt").read_text().strip()
+        if outcome.status == "failed":
+            self._set(assignment, outcome.student, "failed", outcome.detail or "grading failed", submission=stamp)
+            if (assignment, outcome.student) in self.queue:
+                entry.update(status="waiting", since=self.now().isoformat())
+            return
+        if outcome.status == "graded":
+            entry.setdefault("graded_at", []).append(self.now().isoformat())
+            self.state.history.append([assignment, outcome.student, stamp, self.now().isoformat()])
+        self._release(assignment, outcome.student, stamp, rules)
+        if (assignment, outcome.student) in self.queue:  # they submitted again meanwhile
+            entry.update(status="waiting", since=self.now().isoformat(),
+                         detail=f"a newer submission waits; last graded: {entry['detail']}")
 
     # -- feedback, as the policy says
 

@@ -80,8 +80,9 @@ class Executor(Protocol):
 
     def submit(self, student: str, fingerprint: str) -> None: ...
 
-    def wait(self, stop: StopRequest) -> list[Finished]:
-        """Block until at least one student is finished (or Ctrl-C); return those finished."""
+    def wait(self, stop: StopRequest, timeout: float | None = None) -> list[Finished]:
+        """Block until at least one student is finished (or Ctrl-C, or ``timeout`` seconds);
+        return those finished."""
 
     def close(self) -> None:
         """Stop what still runs (only left on Ctrl-C or an error)."""
@@ -113,10 +114,11 @@ class LocalExecutor:
         job.deadline = job.started + self.wall
         self.running.append(job)
 
-    def wait(self, stop: StopRequest) -> list[Finished]:
+    def wait(self, stop: StopRequest, timeout: float | None = None) -> list[Finished]:
         if not self.running:
             return []
-        timeout = max(0.0, min(job.deadline for job in self.running) - time.monotonic())
+        until_deadline = max(0.0, min(job.deadline for job in self.running) - time.monotonic())
+        timeout = until_deadline if timeout is None else min(timeout, until_deadline)
         sentinels: list[Any] = [job.process.sentinel for job in self.running if job.process is not None]
         multiprocessing.connection.wait([*sentinels, stop.wakeup], timeout=timeout)
         finished = []
@@ -412,12 +414,13 @@ class DaskExecutor:
         self.fingerprints[student] = fingerprint
         self.started[student] = time.monotonic()
 
-    def wait(self, stop: StopRequest) -> list[Finished]:
+    def wait(self, stop: StopRequest, timeout: float | None = None) -> list[Finished]:
         from concurrent.futures import CancelledError
 
         from distributed import wait
+        until = None if timeout is None else time.monotonic() + timeout
         ready = [future for future in self.futures if future.done()]
-        while not ready and not stop.requested:
+        while not ready and not stop.requested and (until is None or time.monotonic() < until):
             # a cancelled task (its input lost) ends the wait too: it is handed back as failed below
             with contextlib.suppress(TimeoutError, CancelledError):
                 wait(list(self.futures), timeout=CHECK_STOP_EVERY, return_when="FIRST_COMPLETED")

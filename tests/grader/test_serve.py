@@ -104,15 +104,50 @@ def test_one_students_resubmissions_never_delay_another(course):
     for _ in range(50):
         record(course, "alice", nb=WRONG)
     record(course, "bob")
-    service.step()                       # alice was first in line: her latest of 50
+    service.step()                       # alice was first in line: her latest of 50, then bob as her worker frees
+    assert graded(course) == ["alice", "alice", "bob"]
     record(course, "alice")              # and she goes on submitting
-    service.step()                       # bob's turn comes before her next
+    record(course, "bob")
     record(course, "alice")
-    service.step()
-    assert graded(course) == ["alice", "alice", "bob", "alice"]
+    service.step()                       # her latest of two, and bob's
+    assert graded(course) == ["alice", "alice", "bob", "alice", "bob"]
     assert score(course, "bob")[0] == 6 and score(course, "alice")[0] == 6
     with course.gradebook() as gb:
         assert len(gb.find_assignment(ASSIGNMENT).submissions) == 2
+    assert {e["status"] for e in State(course).students.values()} == {"done"}
+
+
+def test_a_slow_submission_holds_one_worker_not_the_others(course):
+    """Alice's answer loops forever: her grading lasts her exercise's whole time budget. Her worker
+    is busy all that time; the other worker goes on taking the students behind her, one after
+    the other, instead of waiting for her to finish."""
+    from autograder.grading.workers import Limits
+
+    record(course, "alice", nb=with_solution("a00-add", "def add(x, y):\n    while True:\n        pass\n"))
+    for student in ("bob", "carol", "dave"):
+        record(course, student)
+    Service(course, jobs=2, limits=Limits(cell_timeout=20)).step()
+    assert graded(course) == ["bob", "carol", "dave", "alice"]
+    assert score(course, "alice")[0] < score(course, "dave")[0] == 6
+
+
+def test_a_submission_made_while_the_older_is_graded_is_graded_next(course, monkeypatch):
+    from autograder.commands import collect
+
+    real, newer = collect.collect_exchange, []
+
+    def alice_submits_again(course, assignment, exchange=None, students=None):
+        report = real(course, assignment, exchange, students)
+        if not newer:  # while her first submission is graded, she submits a right answer
+            newer.append(record(course, "alice"))
+        return report
+
+    monkeypatch.setattr(collect, "collect_exchange", alice_submits_again)
+    record(course, "alice", nb=WRONG)
+    Service(course, jobs=2).run(0, once=True)  # her run has a free worker: it looks for new work while she is graded
+    assert graded(course) == ["alice", "alice"] and score(course, "alice")[0] == 6
+    assert page(course, newer[0]).exists()
+    assert State(course).students[f"{ASSIGNMENT}/alice"]["status"] == "done"
 
 
 def test_the_policy_before_the_due_date(course, capsys):
