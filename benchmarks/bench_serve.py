@@ -15,10 +15,8 @@ sandboxes) per graded submission; how many gradings there were, and that each of
 final submission was graded exactly once. No hub (tests/deploy and bench_class.py have it):
 the service's own latency, which the hub adds its Fetch Feedback to.
 
-Measured 2026-11-29, a02_broadcasting, --jobs 2, a 2-core machine shared with other runs (load
-average 12-24 during the runs, so wall times are several times an idle machine's): deploy/README.md,
-"The grading service".
-"""
+Measured 2026-11-29, a02_broadcasting, --jobs 2, n = 10, 20, 40, on a 2-core machine shared with
+other work (the load average printed with each run, 3-7): deploy/README.md, "The grading service"."""
 from __future__ import annotations
 
 import argparse
