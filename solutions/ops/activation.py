@@ -30,7 +30,7 @@ def stable_logsumexp(x: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
         return np.log(np.sum(np.exp(x - m), axis=axes, keepdims=True)) + m
 
 
-# Its name before it was public: notebooks released earlier import it, and are still graded.
+# Its name before it was public (issue 39): notebooks released earlier import it, and are still graded.
 _stable_logsumexp = stable_logsumexp
 
 

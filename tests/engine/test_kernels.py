@@ -28,7 +28,7 @@ import solutions as S
 from solutions import Tensor, nn
 from solutions.ops import _fast, conv, conv_backward, kernels, pool
 from solutions.ops import im2col as teaching_im2col
-from solutions.ops.conv import _conv_params
+from solutions.ops.conv import conv_params
 from solutions.testing import assert_close
 
 from support import REPO
@@ -583,5 +583,5 @@ def test_recycled_buffers_never_change_earlier_results(monkeypatch):
 
 def test_conv_params_normalize_like_the_kernels_expect():
     """The ops hand the kernels pairs and ((top, bottom), (left, right)); so do these tests."""
-    stride, pads, dilation, groups = _conv_params("conv2d", (1, 2, 5, 5), (2, 2, 3, 3), None, 2, 1, 1, 1)
+    stride, pads, dilation, groups = conv_params("conv2d", (1, 2, 5, 5), (2, 2, 3, 3), None, 2, 1, 1, 1)
     assert (stride, pads, dilation, groups) == ((2, 2), ((1, 1), (1, 1)), (1, 1), 1)
