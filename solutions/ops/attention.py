@@ -279,7 +279,7 @@ def attention_backward(grad: Tensor, q: Tensor, k: Tensor, v: Tensor, p: Tensor,
     return dq, dk, dv
 
 
-def _attention_inputs(query: Any, key: Any, value: Any) -> tuple[Tensor, Tensor, Tensor]:
+def attention_inputs(query: Any, key: Any, value: Any) -> tuple[Tensor, Tensor, Tensor]:
     query, key, value = as_tensor(query), as_tensor(key), as_tensor(value)
     op = "scaled_dot_product_attention"
     if min(query.ndim, key.ndim, value.ndim) < 2:
@@ -330,7 +330,7 @@ def scaled_dot_product_attention(
     deterministic result. A query whose every key is masked gets output 0.
     """
     op = "scaled_dot_product_attention"
-    query, key, value = _attention_inputs(query, key, value)
+    query, key, value = attention_inputs(query, key, value)
     L, S, D = query.shape[-2], key.shape[-2], query.shape[-1]
     if is_causal and attn_mask is not None:
         raise ValueError(f"{op}: pass either attn_mask or is_causal=True, not both (the causal mask is built "
@@ -375,4 +375,4 @@ def merge_heads(x: Any) -> Tensor:
 
 # Their names before they were public (issue 39): notebooks released earlier import them, and are
 # still graded.
-_broadcast_mask, _sum_to = broadcast_mask, sum_to
+_broadcast_mask, _sum_to, _attention_inputs = broadcast_mask, sum_to, attention_inputs
