@@ -57,11 +57,11 @@ class TensorDataset(Dataset):
         return tuple(Tensor(a[index]) for a in self.arrays)
 
 
-def _collate(samples: list[Any]) -> Any:
+def collate(samples: list[Any]) -> Any:
     """Stack a list of samples field by field: [(x0, y0), (x1, y1)] -> (Tensor[x0, x1], Tensor[y0, y1])."""
     first = samples[0]
     if isinstance(first, (tuple, list)):
-        return tuple(_collate([s[k] for s in samples]) for k in range(len(first)))
+        return tuple(collate([s[k] for s in samples]) for k in range(len(first)))
     return Tensor(np.stack([np.asarray(s.data if isinstance(s, Tensor) else s) for s in samples]))
 
 
@@ -102,7 +102,7 @@ class DataLoader:
             if vectorized:
                 yield self.dataset[idx]
             else:
-                yield _collate([self.dataset[int(i)] for i in idx])
+                yield collate([self.dataset[int(i)] for i in idx])
 
 
 # --------------------------------------------------------------------------------------------
@@ -171,3 +171,8 @@ def load_digits(
     x = (images[idx] / 16.0).astype(dtype)
     x = x.reshape(len(idx), 64) if flatten else x.reshape(len(idx), 1, 8, 8)
     return x, labels[idx].copy()
+
+
+# Their names before they were public (issue 39): notebooks released earlier import them, and are
+# still graded.
+_collate = collate

@@ -21,7 +21,9 @@ BUG, NOT_ANSWERED, CRASH, TIMEOUT, UNREADABLE, GRADER, NOT_HANDED_IN = (
 
 # The judge's own outcomes (autograder/judge/judge.py and submission.py), by a phrase of each message.
 _KINDS = [
-    (NOT_ANSWERED, ("not implemented yet", "is not defined: write it in the exercise cell",
+    # (the judge's words before and after issue 39: a gradebook keeps the messages it was given)
+    (NOT_ANSWERED, ("not done yet: its cell still raises", "is not defined: write it in its exercise cell",
+                    "not implemented yet", "is not defined: write it in the exercise cell",
                     "your engine is missing a piece")),
     (TIMEOUT, ("ran over the time limit", "(an endless loop, or far too slow?)")),
     (UNREADABLE, ("could not be read as a notebook",)),

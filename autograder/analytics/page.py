@@ -24,6 +24,7 @@ from pathlib import Path
 from autograder.analytics import plots, similarity
 from autograder.analytics.gradebook import Row, course_scores
 from autograder.analytics.statistics import ExerciseStats, exercise_stats
+from autograder.analytics.statistics import title as exercise_title
 from autograder.course import Course, safe_csv
 from autograder.course import notebook as nbfile
 from autograder.course.files import replacing
@@ -212,13 +213,18 @@ def _pair_page(assignment: str, sim: similarity.Similarity, pair: similarity.Pai
     for c in pair.comparisons:
         ex = sim.exercises[c.exercise]
         left, right = ex.passages(pair.left, pair.right)
-        parts += [f"<h2>{_e(c.exercise)}: {_pct(c.similarity, 1)}</h2>",
+        parts += [f"<h2>{_e(exercise_title(c.exercise))}: {_pct(c.similarity, 1)}</h2>",
                   '<div class="side">',
                   f"<div><h3>{_e(pair.left)} ({c.tokens[0]} tokens, {c.matched[0]} matching)</h3>"
                   f"<pre>{_marked(ex.code[pair.left], left)}</pre></div>",
                   f"<div><h3>{_e(pair.right)} ({c.tokens[1]} tokens, {c.matched[1]} matching)</h3>"
                   f"<pre>{_marked(ex.code[pair.right], right)}</pre></div></div>"]
     return _doc(f"{assignment}: {pair.left} and {pair.right}", "".join(parts[2:]), "".join(parts[:2]))
+
+
+def _listed(comparisons) -> str:
+    """Exercises by their titles, each with its similarity: "Mul (93 %), Add (88 %)"."""
+    return ", ".join(f"{_e(exercise_title(c.exercise))} ({_pct(c.similarity, 1)})" for c in comparisons)
 
 
 def _model_page(assignment: str, sim: similarity.Similarity, student: str, comparisons) -> str:
@@ -230,7 +236,7 @@ def _model_page(assignment: str, sim: similarity.Similarity, student: str, compa
     for c in comparisons:
         ref = sim.reference[c.exercise]
         left, right = ref.passages(student, similarity.MODEL)
-        parts += [f"<h2>{_e(c.exercise)}: {_pct(c.similarity, 1)}</h2>", '<div class="side">',
+        parts += [f"<h2>{_e(exercise_title(c.exercise))}: {_pct(c.similarity, 1)}</h2>", '<div class="side">',
                   f"<div><h3>{_e(student)}</h3><pre>{_marked(ref.code[student], left)}</pre></div>",
                   f"<div><h3>the model answer</h3><pre>{_marked(ref.code[similarity.MODEL], right)}</pre></div></div>"]
     return _doc(f"{assignment}: {student} and the model answer", "".join(parts[2:]), "".join(parts[:2]))
@@ -276,7 +282,7 @@ def _page(course: Course, assignment: str, rows: list[Row], stats: list[Exercise
            '<table><tr><th>exercise</th><th class="n">points</th><th class="n">full</th><th class="n">partial</th>'
            '<th class="n">zero</th><th class="n">answered</th><th class="n">late</th><th class="n">mean</th></tr>']
     for s in stats:
-        out.append(f'<tr><td><a href="#ex-{_e(s.exercise)}">{_e(s.exercise)}</a> {_e(s.title)}</td>'
+        out.append(f'<tr><td><a href="#ex-{_e(s.exercise)}">{_e(s.title)}</a></td>'
                    f'<td class="n">{s.points:g}</td><td class="n">{_pct(s.full, s.graded)}</td>'
                    f'<td class="n">{_pct(s.partial, s.graded)}</td><td class="n">{_pct(s.zero, s.graded)}</td>'
                    f'<td class="n">{s.answered}/{s.graded}</td><td class="n">{s.late}</td>'
@@ -290,7 +296,7 @@ def _page(course: Course, assignment: str, rows: list[Row], stats: list[Exercise
             "own.</p>",
             _img(figures["mistakes"], "the most common mistakes")]
     for s in stats:
-        out += [f'<h3 id="ex-{_e(s.exercise)}">{_e(s.exercise)} {_e(s.title)}: {s.failing} of {s.graded} lost '
+        out += [f'<h3 id="ex-{_e(s.exercise)}">{_e(s.title)}: {s.failing} of {s.graded} lost '
                 "points</h3>", _groups_html(s)]
     listed, shown = sim.pairs[:MAX_PAIR_PAGES], len(sim.pairs) > MAX_PAIR_PAGES
     out += ['<h2 id="similarity">Code similarity</h2>',
@@ -314,7 +320,7 @@ def _page(course: Course, assignment: str, rows: list[Row], stats: list[Exercise
             who = f"{_e(p.left)} and {_e(p.right)}"
             out.append(f"<tr><td>{f'<a href={chr(34)}{_e(link)}{chr(34)}>{who}</a>' if link else who}</td>"
                        f'<td class="n">{_pct(p.similarity, 1)}</td><td>'
-                       + ", ".join(f"{_e(c.exercise)} ({_pct(c.similarity, 1)})" for c in p.comparisons) + "</td></tr>")
+                       + _listed(p.comparisons) + "</td></tr>")
         out.append("</table>")
     else:
         out.append("<p>No pair of students is listed.</p>")
@@ -335,7 +341,7 @@ def _page(course: Course, assignment: str, rows: list[Row], stats: list[Exercise
         for student, found in sorted(by_student.items(), key=lambda kv: -len(kv[1])):
             name = f'<a href="{_e(model_pages[student])}">{_e(student)}</a>' if student in model_pages else _e(student)
             out.append(f"<tr><td>{name}</td><td>"
-                       + ", ".join(f"{_e(c.exercise)} ({_pct(c.similarity, 1)})" for c in found) + "</td></tr>")
+                       + _listed(found) + "</td></tr>")
         out.append("</table>")
     else:
         out.append("<p>No student's answers repeat the model answer in passages the class did not converge on.</p>")

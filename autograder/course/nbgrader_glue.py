@@ -203,7 +203,10 @@ class RedactHiddenTests(ClearHiddenTests):
             cell.source = notebook.cut_hidden_regions(cell.source)
         for output in cell.get("outputs", []):
             if output.get("output_type") == "error":
-                output.traceback = [f"{output.ename}: {output.evalue}"[:MAX_OUTPUT]]
+                # the judge's message as the student reads it: without the exercise's id
+                evalue = notebook.failure_message(output, notebook.exercise_of(notebook.grade_id(cell))) \
+                    if output.ename == notebook.FAILED else output.evalue
+                output.traceback = [f"{output.ename}: {evalue}"[:MAX_OUTPUT]]
             elif output.get("output_type") == "stream":
                 output.text = output.text[:MAX_OUTPUT]
         return cell, resources
@@ -251,17 +254,25 @@ class GetGradesByExercise(GetGrades):
         finally:
             self.rows = None
         entries: dict[str, dict] = {}
+        heading = ""  # the last heading above a cell: what the student read as a written question's title
         for cell in nb.cells:
             meta = notebook.nbgrader(cell)
+            if cell.cell_type == "markdown" and not meta.get("solution"):
+                heading = _heading(cell.source) or heading
+                if heading and not resources["nbgrader"].get("heading"):  # the notebook's title, for the page's
+                    resources["nbgrader"]["heading"] = heading
             if not meta.get("grade"):
                 continue
             grade_id, score, points = meta["grade_id"], float(meta.get("score") or 0), float(meta.get("points") or 0)
             if meta.get("solution"):  # an answer graded by hand
-                entries[grade_id] = {"id": grade_id, "title": _title(notebook.exercise_of(grade_id)) + " (written)",
+                entries[grade_id] = {"id": grade_id, "title": heading or _title(notebook.exercise_of(grade_id)),
                                      "anchor": grade_id, "score": score, "points": points, "written": True,
                                      "pending": bool(meta.get("needs_manual_grade")), "message": ""}
                 continue
             exercise = notebook.exercise_of(grade_id)
+            # what the page's heading of a test cell says instead of nbgrader's "Grade cell: <its id>"
+            kind = "Hidden test" if grade_id.endswith("-hidden") else "Test"
+            resources["nbgrader"].setdefault("labels", {})[grade_id] = f"{kind} of {_title(exercise)}"
             entry = entries.setdefault(exercise, {"id": exercise, "title": _title(exercise), "anchor": grade_id,
                                                   "score": 0.0, "points": 0.0, "written": False,
                                                   "pending": False, "message": ""})
@@ -286,6 +297,12 @@ def _late_text(submission) -> str:
     own = " (yours, with your extension)" if submission.extension else ""
     return (f"Handed in {span_text(submission.total_seconds_late)} after the due date{own}, "
             f"{submission.duedate:%Y-%m-%d %H:%M} UTC.")
+
+
+def _heading(markdown: str) -> str:
+    """A markdown cell's first heading as plain words ("Written question · matmul with a batch")."""
+    line = next((line for line in markdown.split("\n") if line.startswith("#")), "")
+    return line.lstrip("#").replace("`", "").strip()
 
 
 def _title(exercise: str) -> str:

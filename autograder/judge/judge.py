@@ -13,7 +13,7 @@ a message, never an exception:
 what happened                             verdict message
 ========================================  ==========================================
 the check raised GradingFailure           its message
-the answer raised NotImplementedError     not implemented yet
+the answer raised NotImplementedError     not done yet: its cell still raises ...
 the answer raised anything else           your code raised X: ... (in f, line n)
 the sandbox ran over its time budget      ran over the time limit ... (endless loop?)
 the sandbox died (os._exit, segfault)     the Python process running your code ...
@@ -188,12 +188,15 @@ def judge(exercise_id: str, cells: list[tuple[str, str]], *, sandbox: Sandbox, b
                 return verdict(False, str(failure))
             except NotImplementedError as error:
                 stub = first_line(error)
-                if stub.startswith("exercise ") and not stub.startswith(f"exercise {exercise_id}:"):
+                other = kit.stubbed(stub)
+                if other is not None and other.id != exercise_id:
                     if the_spec.whole_engine:
                         # a piece of an earlier assignment the student has not done (or not handed in)
                         return verdict(False, f"your engine is missing a piece: {stub}")
-                    return verdict(False, _stub_met(the_spec, stub))
-                return verdict(False, "not implemented yet (the function still raises NotImplementedError)")
+                    return verdict(False, _stub_met(the_spec, other, stub))
+                # the words of the notebook's own instructions ("replace `raise NotImplementedError()`")
+                return verdict(False, "not done yet: its cell still raises NotImplementedError() "
+                                      "where your code goes")
             except StudentError as error:
                 return verdict(False, f"your code raised {error.remote_type}: {first_line(error)}{error.where}")
             except Exception as error:  # noqa: BLE001 (a bug of the check's own: the student is not blamed silently)
@@ -214,21 +217,20 @@ def judge(exercise_id: str, cells: list[tuple[str, str]], *, sandbox: Sandbox, b
     return verdict(True)
 
 
-def _stub_met(judged: Spec, stub: str) -> str:
-    """What to tell a student whose answer reached the kit's stub of another exercise (``stub``,
-    "exercise <id>: implement <name> ..."): one its check withholds, or one of a later assignment.
-    Never "not done": whether the student did it is not what decides (the check reads nothing but
-    this exercise's answer)."""
-    other = catalogue.declared(stub.split(":", 1)[0].removeprefix("exercise ").strip())
-    if other is not None and other.id in judged.withholds:
-        return (f"your code calls {other.title} ({other.id}), which is not run while {judged.title} is checked: "
+def _stub_met(judged: Spec, other: Spec, stub: str) -> str:
+    """What to tell a student whose answer reached the kit's stub of another exercise, ``other``
+    (its message ``stub``): one its check withholds, or one of a later assignment. Never "not done":
+    whether the student did it is not what decides (the check reads nothing but this exercise's
+    answer). Exercises and assignments are named by their titles, as the notebooks name them."""
+    if other.id in judged.withholds:
+        return (f"your code calls {other.title}, which is not run while {judged.title} is checked: "
                 f"the course's {other.title} computes this exercise's answer itself; write {judged.title} "
                 "without it")
-    if other is not None and other.prefix > judged.prefix:
-        return (f"your code calls {other.title} ({other.id}), an exercise of a later assignment "
-                f"({catalogue.assignment_name(other.prefix)}): the engine of "
-                f"{catalogue.assignment_name(judged.prefix)} does not have it yet")
-    return f"your code calls another exercise's stub, which raised NotImplementedError: {stub}"
+    if other.prefix > judged.prefix:
+        return (f"your code calls {other.title}, an exercise of a later assignment "
+                f"({kit.assignment_title(other.prefix)}): the engine of "
+                f"{kit.assignment_title(judged.prefix)} does not have it yet")
+    return f"your code calls another exercise that is not there: {stub}"
 
 
 def _undefined(name: str, exercise_id: str, cells: list[dict]) -> str:
@@ -236,7 +238,7 @@ def _undefined(name: str, exercise_id: str, cells: list[dict]) -> str:
     if own is not None and own["error"] is not None:
         e = own["error"]
         return f"the cell that defines {name} raised {e['type']}: {e['msg'][:300]}{e['where']}; fix it and rerun it"
-    return f"{name} is not defined: write it in the exercise cell ({exercise_id}) and run it"
+    return f"{name} is not defined: write it in its exercise cell and run it"
 
 
 __all__ = ["Verdict", "judge", "code_cells", "transform"]

@@ -82,7 +82,7 @@ class Engine:
         if s is None or not s.in_engine:
             yield
             return
-        message = f"exercise {s.id}: not run while it is checked"
+        message = kit.stub_message(s)  # what the kit's own stub says (the judge reads it back)
 
         def stub(*args: Any, **kwargs: Any) -> Any:
             raise NotImplementedError(message)
@@ -200,7 +200,8 @@ class Oracle:
             raise
         except NotImplementedError as error:
             j = self.judged
-            if j is not None and str(error).startswith(f"exercise {j.id}:"):
+            met = kit.stubbed(str(error).split("\n", 1)[0])
+            if j is not None and met is not None and met.id == j.id:
                 # The reference of s calls the exercise being checked: the course's version of it
                 # is not there to serve the answer (the student's own kit would call their own).
                 raise OracleError("RuntimeError", f"{s.title} calls {j.title} itself, so the grader does not run it "

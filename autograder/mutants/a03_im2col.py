@@ -131,8 +131,8 @@ MUTANTS = [
         id="max-pool-pads-zero",
         expect="padding must never win",
         exercise="a03-max-pool",
-        find="xp = pad_hw(x, _pad4(pad), value=_lowest(x.dtype))",
-        replace="xp = pad_hw(x, _pad4(pad))",
+        find="xp = pad_hw(x, pad4(pad), value=lowest(x.dtype))",
+        replace="xp = pad_hw(x, pad4(pad))",
         why="zero padding wins over negative inputs",
     ),
     Mutant(
@@ -164,8 +164,8 @@ MUTANTS = [
         id="max-pool-pads-with-minus-inf",
         expect="smallest integer of its dtype",
         exercise="a03-max-pool",
-        find="xp = pad_hw(x, _pad4(pad), value=_lowest(x.dtype))",
-        replace="xp = pad_hw(x, _pad4(pad), value=-np.inf)",
+        find="xp = pad_hw(x, pad4(pad), value=lowest(x.dtype))",
+        replace="xp = pad_hw(x, pad4(pad), value=-np.inf)",
         why="pads with -inf whatever the dtype: an integer image cannot hold it",
     ),
     Mutant(
@@ -181,8 +181,8 @@ MUTANTS = [
         expect="count_include_pad=True",
         exercise="a03-avg-pool",
         find="return total / (kernel[0] * kernel[1])",
-        replace=("return total / sum(pad_hw(np.ones((1, 1, H, W), x.dtype), _pad4(pad))[:, :, r, c]\n"
-                 "                 for _, r, c in _offsets(kernel, (OH, OW), stride))"),
+        replace=("return total / sum(pad_hw(np.ones((1, 1, H, W), x.dtype), pad4(pad))[:, :, r, c]\n"
+                 "                 for _, r, c in kernel_offsets(kernel, (OH, OW), stride))"),
         why="divides by the number of real pixels (count_include_pad=False), not by KH*KW",
     ),
     Mutant(
@@ -361,10 +361,10 @@ ALTERNATIVES = [
     Mutant(
         id="max-pool-stack-and-argmax",
         exercise="a03-max-pool",
-        find=("    out = np.full((N, C, OH, OW), _lowest(x.dtype), dtype=x.dtype)\n"
+        find=("    out = np.full((N, C, OH, OW), lowest(x.dtype), dtype=x.dtype)\n"
               "    index = np.zeros((N, C, OH, OW), dtype=np.int64)\n"),
-        replace=("    taps = np.stack([xp[:, :, rows, cols] for _, rows, cols in _offsets(kernel, (OH, OW), stride)], "
-                 "-1)\n"
+        replace=("    taps = np.stack([xp[:, :, rows, cols] for _, rows, cols in "
+                 "kernel_offsets(kernel, (OH, OW), stride)], -1)\n"
                  "    index = np.argmax(taps, axis=-1)  # the first maximum; a NaN counts as the maximum\n"
                  "    return np.take_along_axis(taps, index[..., None], axis=-1)[..., 0], index\n"),
         why="all offsets stacked, np.argmax (first maximum, NaN wins) and take_along_axis",
@@ -372,7 +372,7 @@ ALTERNATIVES = [
     Mutant(
         id="max-pool-backward-add-at",
         exercise="a03-max-pool-backward",
-        find=("    for k, rows, cols in _offsets(kernel, (OH, OW), stride):\n"
+        find=("    for k, rows, cols in kernel_offsets(kernel, (OH, OW), stride):\n"
               "        # The windows whose winner is offset k; add, since overlapping windows can share a winner.\n"
               "        dxp[:, :, rows, cols] += np.where(index == k, grad, 0)\n"),
         replace=("    n, c, oh, ow = np.indices(index.shape)\n"

@@ -210,8 +210,8 @@ MUTANTS = [
         id="kaiming-no-sqrt3",
         expect="sqrt(3) is missing",
         exercise="a05-kaiming-uniform",
-        find="bound = math.sqrt(3.0) * _kaiming_std(tensor, a, mode, nonlinearity)",
-        replace="bound = _kaiming_std(tensor, a, mode, nonlinearity)",
+        find="bound = math.sqrt(3.0) * kaiming_std(tensor, a, mode, nonlinearity)",
+        replace="bound = kaiming_std(tensor, a, mode, nonlinearity)",
         why="the standard deviation used as the uniform bound: the variance is 3 times too small",
     ),
     Mutant(
@@ -347,7 +347,7 @@ MUTANTS = [
         id="cross-entropy-ignores-reduction",
         expect="reduction='sum' adds the N losses",
         exercise="a05-cross-entropy",
-        find='return _reduce("cross_entropy", loss, reduction)',
+        find='return reduce_loss("cross_entropy", loss, reduction)',
         replace="return loss.mean()",
         why="reduction is ignored: always the mean",
     ),
@@ -397,9 +397,9 @@ MUTANTS = [
     ),
     Mutant(
         id="cross-entropy-no-target-check",
-        expect="_class_targets",
+        expect="class_targets",
         exercise="a05-cross-entropy",
-        find='t = _class_targets("cross_entropy", logits, target)',
+        find='t = class_targets("cross_entropy", logits, target)',
         replace="t = np.asarray(target)",
         why="the targets are not checked: one target too few gives a loss over fewer samples, no error",
     ),
@@ -698,7 +698,7 @@ ALTERNATIVES = [
     Mutant(
         id="kaiming-bound-by-hand",
         exercise="a05-kaiming-uniform",
-        find="    bound = math.sqrt(3.0) * _kaiming_std(tensor, a, mode, nonlinearity)\n",
+        find="    bound = math.sqrt(3.0) * kaiming_std(tensor, a, mode, nonlinearity)\n",
         replace=("    fan = fan_in_and_fan_out(tensor.shape)[0 if mode == \"fan_in\" else 1]\n"
                  "    bound = calculate_gain(nonlinearity, a) * (3 / fan) ** 0.5\n"),
         why="the bound written out as gain * sqrt(3 / fan), with an int constant and ** 0.5",
@@ -851,7 +851,7 @@ ALTERNATIVES = [
               "            if vectorized:\n"
               "                yield self.dataset[idx]\n"
               "            else:\n"
-              "                yield _collate([self.dataset[int(i)] for i in idx])\n"),
+              "                yield collate([self.dataset[int(i)] for i in idx])\n"),
         replace=("        order = list(range(len(self.dataset)))\n"
                  "        if self.shuffle:\n"
                  "            self.rng.shuffle(order)\n"
@@ -859,7 +859,7 @@ ALTERNATIVES = [
                  "            idx = order[start : start + self.batch_size]\n"
                  "            if self.drop_last and len(idx) < self.batch_size:\n"
                  "                break\n"
-                 "            yield _collate([self.dataset[i] for i in idx])\n"),
+                 "            yield collate([self.dataset[i] for i in idx])\n"),
         why="a list of indices shuffled in place, a break for drop_last, every batch collated sample by sample",
     ),
 ]

@@ -129,7 +129,7 @@ MUTANTS = [
            replace="mask = additive_mask(np.triu(np.ones((L, S), dtype=bool)), query.dtype)",
            why="is_causal lets each query attend the future instead of the past"),
     Mutant(id="attn-mask-ignored", expect="attn_mask is ignored", exercise="a07-attention",
-           find="        mask = _broadcast_mask(additive_mask(attn_mask, query.dtype, op), scores_shape, op)\n",
+           find="        mask = broadcast_mask(additive_mask(attn_mask, query.dtype, op), scores_shape, op)\n",
            replace="        pass\n",
            why="a given attn_mask is never applied"),
     Mutant(id="causal-mask-not-passed", expect="must reach the op", exercise="a07-attention",
@@ -138,13 +138,13 @@ MUTANTS = [
                    "scale=scale)",
            why="the causal mask built right, then never passed to the op"),
     Mutant(id="bool-mask-filled-with-1e9", expect="-1e9) instead of -inf", exercise="a07-attention",
-           find="_broadcast_mask(additive_mask(attn_mask, query.dtype, op), scores_shape, op)",
-           replace="_broadcast_mask(np.where(attn_mask, 0.0, -1e9).astype(query.dtype) if np.asarray(attn_mask).dtype "
+           find="broadcast_mask(additive_mask(attn_mask, query.dtype, op), scores_shape, op)",
+           replace="broadcast_mask(np.where(attn_mask, 0.0, -1e9).astype(query.dtype) if np.asarray(attn_mask).dtype "
                    "== bool else additive_mask(attn_mask, query.dtype, op), scores_shape, op)",
            why="a bool mask turned into 0 / -1e9 rather than 0 / -inf: a query with nothing to attend averages"),
     Mutant(id="bool-mask-added-as-is", expect="as 0 and 1", exercise="a07-attention",
-           find="_broadcast_mask(additive_mask(attn_mask, query.dtype, op), scores_shape, op)",
-           replace="_broadcast_mask(np.asarray(attn_mask, dtype=query.dtype), scores_shape, op)",
+           find="broadcast_mask(additive_mask(attn_mask, query.dtype, op), scores_shape, op)",
+           replace="broadcast_mask(np.asarray(attn_mask, dtype=query.dtype), scores_shape, op)",
            why="a bool mask added to the scores as 0/1 instead of 0/-inf"),
     Mutant(id="scale-from-values", expect="values' width", exercise="a07-attention",
            find="L, S, D = query.shape[-2], key.shape[-2], query.shape[-1]",
@@ -155,7 +155,7 @@ MUTANTS = [
            replace="mask = additive_mask(causal_mask(L), query.dtype)",
            why="an (L, L) causal mask: wrong as soon as there are more keys than queries"),
     Mutant(id="mask-not-broadcast-checked", expect="does not broadcast", exercise="a07-attention",
-           find="mask = _broadcast_mask(additive_mask(attn_mask, query.dtype, op), scores_shape, op)",
+           find="mask = broadcast_mask(additive_mask(attn_mask, query.dtype, op), scores_shape, op)",
            replace="mask = additive_mask(attn_mask, query.dtype, op)",
            why="a mask that adds a batch axis to the scores is accepted (the output grows an axis)"),
     Mutant(id="scores-shape-from-query", expect="batch axes are those of query and key", exercise="a07-attention",
@@ -182,8 +182,8 @@ MUTANTS = [
            why="the op applied to copies: right values, no gradient reaches the inputs"),
     # attention_backward
     Mutant(id="dv-not-transposed", expect="P^T G", exercise="a07-attention-backward",
-           find="dv = _sum_to(matmul(p.swapaxes(-1, -2), grad), v.shape)",
-           replace="dv = _sum_to(matmul(p, grad), v.shape)",
+           find="dv = sum_to(matmul(p.swapaxes(-1, -2), grad), v.shape)",
+           replace="dv = sum_to(matmul(p, grad), v.shape)",
            why="dV = P G instead of P^T G"),
     Mutant(id="softmax-vjp-without-rowsum", expect="rowsum", exercise="a07-attention-backward",
            find="ds = p * (dp - (dp * p).sum(axis=-1, keepdims=True)) * scale", replace="ds = p * dp * scale",
@@ -193,17 +193,17 @@ MUTANTS = [
            replace="ds = p * (dp - (dp * p).sum(axis=-1, keepdims=True))",
            why="the scale of the scores is left out of dQ and dK"),
     Mutant(id="dk-not-transposed", expect="transpose dS", exercise="a07-attention-backward",
-           find="dk = _sum_to(matmul(ds.swapaxes(-1, -2), q), k.shape)", replace="dk = _sum_to(matmul(ds, q), k.shape)",
+           find="dk = sum_to(matmul(ds.swapaxes(-1, -2), q), k.shape)", replace="dk = sum_to(matmul(ds, q), k.shape)",
            why="dK = s dS Q instead of s dS^T Q"),
     Mutant(id="dk-skipped-without-dq", expect="needs asks for it", exercise="a07-attention-backward",
            find="if not (needs[0] or needs[1]):", replace="if not needs[0]:",
            why="dS computed only when dQ is needed: dK alone comes back None"),
     Mutant(id="dk-reads-needs-of-q", expect="needs asks for it", exercise="a07-attention-backward",
-           find="dk = _sum_to(matmul(ds.swapaxes(-1, -2), q), k.shape) if needs[1] else None",
-           replace="dk = _sum_to(matmul(ds.swapaxes(-1, -2), q), k.shape) if needs[0] else None",
+           find="dk = sum_to(matmul(ds.swapaxes(-1, -2), q), k.shape) if needs[1] else None",
+           replace="dk = sum_to(matmul(ds.swapaxes(-1, -2), q), k.shape) if needs[0] else None",
            why="dK computed when dQ is needed, not when dK is"),
     Mutant(id="shared-kv-not-summed", expect="shared by every head", exercise="a07-attention-backward",
-           find="dv = _sum_to(matmul(p.swapaxes(-1, -2), grad), v.shape)",
+           find="dv = sum_to(matmul(p.swapaxes(-1, -2), grad), v.shape)",
            replace="dv = matmul(p.swapaxes(-1, -2), grad)",
            why="a V shared by every head keeps the heads' axis in its gradient"),
     Mutant(id="backward-on-data", expect="gradients of your gradients", exercise="a07-attention-backward",
@@ -318,30 +318,30 @@ ALTERNATIVES = [
            replace="return matmul(attention_weights(query, key, mask, scale), value)",
            why="composed from the weights and a matmul: the engine derives the backward"),
     Mutant(id="attention-mask-broadcast-to", exercise="a07-attention",
-           find="mask = _broadcast_mask(additive_mask(attn_mask, query.dtype, op), scores_shape, op)",
+           find="mask = broadcast_mask(additive_mask(attn_mask, query.dtype, op), scores_shape, op)",
            replace="mask = np.broadcast_to(additive_mask(attn_mask, query.dtype, op), scores_shape)",
            why="np.broadcast_to checks the mask's shape (its ValueError) and spreads it to the scores' shape"),
     Mutant(id="attention-backward-every-gradient", exercise="a07-attention-backward",
-           find="""    dv = _sum_to(matmul(p.swapaxes(-1, -2), grad), v.shape) if needs[2] else None
+           find="""    dv = sum_to(matmul(p.swapaxes(-1, -2), grad), v.shape) if needs[2] else None
     if not (needs[0] or needs[1]):
         return None, None, dv
     dp""",
-           replace="""    dv = _sum_to(matmul(p.swapaxes(-1, -2), grad), v.shape)
+           replace="""    dv = sum_to(matmul(p.swapaxes(-1, -2), grad), v.shape)
     needs = (True, True, True)  # every gradient, wanted or not: None is allowed, not required
     dp""",
            why="all three gradients computed whatever needs says"),
     Mutant(id="attention-backward-transpose-axes", exercise="a07-attention-backward",
-           find="dv = _sum_to(matmul(p.swapaxes(-1, -2), grad), v.shape) if needs[2] else None",
-           replace="dv = _sum_to(matmul(transpose(p, tuple(range(p.ndim - 2)) + (p.ndim - 1, p.ndim - 2)), grad), "
+           find="dv = sum_to(matmul(p.swapaxes(-1, -2), grad), v.shape) if needs[2] else None",
+           replace="dv = sum_to(matmul(transpose(p, tuple(range(p.ndim - 2)) + (p.ndim - 1, p.ndim - 2)), grad), "
                    "v.shape) if needs[2] else None",
            why="the transpose written with the engine's transpose and an axes tuple"),
     Mutant(id="attention-backward-scale-late", exercise="a07-attention-backward",
            find="""ds = p * (dp - (dp * p).sum(axis=-1, keepdims=True)) * scale  # through the softmax, then the scale
-    dq = _sum_to(matmul(ds, k), q.shape) if needs[0] else None
-    dk = _sum_to(matmul(ds.swapaxes(-1, -2), q), k.shape) if needs[1] else None""",
+    dq = sum_to(matmul(ds, k), q.shape) if needs[0] else None
+    dk = sum_to(matmul(ds.swapaxes(-1, -2), q), k.shape) if needs[1] else None""",
            replace="""ds = p * (dp - (dp * p).sum(axis=-1, keepdims=True))
-    dq = _sum_to(matmul(ds, k) * scale, q.shape) if needs[0] else None
-    dk = _sum_to(matmul(ds.swapaxes(-1, -2), q) * scale, k.shape) if needs[1] else None""",
+    dq = sum_to(matmul(ds, k) * scale, q.shape) if needs[0] else None
+    dk = sum_to(matmul(ds.swapaxes(-1, -2), q) * scale, k.shape) if needs[1] else None""",
            why="the scale applied after the products, and every gradient computed"),
     Mutant(id="attention-backward-einsum", exercise="a07-attention-backward",
            find="""dp = matmul(grad, v.swapaxes(-1, -2))                      # (..., L, S)""",

@@ -62,7 +62,9 @@ c.Spawner.start_timeout = 120
 c.Spawner.http_timeout = 120
 # The students' Jupyter configuration: the exchange, no formgrader, no create-assignment toolbar.
 EXCHANGE = os.environ.get("AUTOGRAD_EXCHANGE", "/srv/nbgrader/exchange")
-c.Spawner.environment = {"JUPYTER_CONFIG_PATH": str(HERE / "student"), "AUTOGRAD_EXCHANGE": EXCHANGE}
+# Validate in the course's words: student/python/autograd_validate.py, a server extension.
+c.Spawner.environment = {"JUPYTER_CONFIG_PATH": str(HERE / "student"), "AUTOGRAD_EXCHANGE": EXCHANGE,
+                         "PYTHONPATH": str(HERE / "student" / "python")}
 # Instructors get the formgrader (manual grading of the written answers) guarded against their
 # students' scripts (instructor/python/autograd_formgrader_guard.py), their course folder, and the
 # grader on their PATH (readable by the instructors' system group only: deploy/hub.py install_grader).

@@ -168,7 +168,7 @@ def layer_norm(
 # --------------------------------------------------------------------------------------------
 # Losses
 # --------------------------------------------------------------------------------------------
-def _class_targets(op: str, scores: Tensor, target: Any) -> np.ndarray:
+def class_targets(op: str, scores: Tensor, target: Any) -> np.ndarray:
     """target as an int array of shape (N,) with every entry in [0, K); errors name both shapes."""
     t = np.asarray(target.data if isinstance(target, Tensor) else target)
     if not np.issubdtype(t.dtype, np.integer):
@@ -193,7 +193,7 @@ def _class_targets(op: str, scores: Tensor, target: Any) -> np.ndarray:
     return t
 
 
-def _reduce(op: str, loss: Tensor, reduction: str) -> Tensor:
+def reduce_loss(op: str, loss: Tensor, reduction: str) -> Tensor:
     if reduction == "mean":
         return loss.mean()
     if reduction == "sum":
@@ -206,9 +206,9 @@ def _reduce(op: str, loss: Tensor, reduction: str) -> Tensor:
 def nll_loss(log_probs: Tensor, target: Any, reduction: str = "mean") -> Tensor:
     r"""Negative log-likelihood: $\ell_i = -\log p_{i, t_i}$ for log-probabilities (N, K), targets (N,)."""
     log_probs = as_tensor(log_probs)
-    t = _class_targets("nll_loss", log_probs, target)
+    t = class_targets("nll_loss", log_probs, target)
     picked = log_probs[np.arange(len(t)), t]  # a gather, as in cross_entropy
-    return _reduce("nll_loss", -picked, reduction)
+    return reduce_loss("nll_loss", -picked, reduction)
 
 
 def cross_entropy(logits: Tensor, target: Any, reduction: str = "mean", label_smoothing: float = 0.0) -> Tensor:
@@ -220,14 +220,14 @@ def cross_entropy(logits: Tensor, target: Any, reduction: str = "mean", label_sm
     $\ell_i = (1-\varepsilon)(-\log p_{i,t_i}) + \varepsilon \cdot \frac1K \sum_k -\log p_{i,k}$.
     """
     logits = as_tensor(logits)
-    t = _class_targets("cross_entropy", logits, target)
+    t = class_targets("cross_entropy", logits, target)
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"cross_entropy: label_smoothing must be in [0, 1], got {label_smoothing}")
     log_probs = log_softmax(logits, axis=1)
     loss = -log_probs[np.arange(len(t)), t]  # a gather: the gradient scatters back to (i, t_i)
     if label_smoothing:
         loss = (1.0 - label_smoothing) * loss - label_smoothing * log_probs.mean(axis=1)
-    return _reduce("cross_entropy", loss, reduction)
+    return reduce_loss("cross_entropy", loss, reduction)
 
 
 def mse_loss(input: Tensor, target: Any, reduction: str = "mean") -> Tensor:  # noqa: A002  (PyTorch's name)
@@ -242,4 +242,9 @@ def mse_loss(input: Tensor, target: Any, reduction: str = "mean") -> Tensor:  # 
             f"they must match (reshape one of them)"
         )
     diff = input - target
-    return _reduce("mse_loss", diff * diff, reduction)
+    return reduce_loss("mse_loss", diff * diff, reduction)
+
+
+# Their names before they were public (issue 39): notebooks released earlier import them, and are
+# still graded.
+_class_targets, _reduce = class_targets, reduce_loss

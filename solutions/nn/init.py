@@ -100,7 +100,7 @@ def ones_(tensor: Tensor) -> Tensor:
     return constant_(tensor, 1.0)
 
 
-def _kaiming_std(tensor: Tensor, a: float, mode: str, nonlinearity: str) -> float:
+def kaiming_std(tensor: Tensor, a: float, mode: str, nonlinearity: str) -> float:
     r"""$\text{gain}/\sqrt{\text{fan}}$, the fan chosen by `mode`."""
     if mode not in ("fan_in", "fan_out"):
         raise ValueError(f"kaiming init: mode must be 'fan_in' or 'fan_out', got {mode!r}")
@@ -114,7 +114,7 @@ def kaiming_uniform_(
     r"""He et al. (2015): $U(-b, b)$ with $b = \text{gain}\sqrt{3/\text{fan}}$, so the variance is
     $\text{gain}^2/\text{fan}$. `a` is the leaky-ReLU slope; Linear and Conv2d use $a=\sqrt 5$,
     which gives $b = 1/\sqrt{\text{fan\_in}}$."""
-    bound = math.sqrt(3.0) * _kaiming_std(tensor, a, mode, nonlinearity)
+    bound = math.sqrt(3.0) * kaiming_std(tensor, a, mode, nonlinearity)
     return uniform_(tensor, -bound, bound, rng)
 
 
@@ -122,7 +122,7 @@ def kaiming_normal_(
     tensor: Tensor, a: float = 0.0, mode: str = "fan_in", nonlinearity: str = "leaky_relu", rng: Any = None
 ) -> Tensor:
     r"""$N(0, \sigma^2)$ with $\sigma = \text{gain}/\sqrt{\text{fan}}$."""
-    return normal_(tensor, 0.0, _kaiming_std(tensor, a, mode, nonlinearity), rng)
+    return normal_(tensor, 0.0, kaiming_std(tensor, a, mode, nonlinearity), rng)
 
 
 def xavier_uniform_(tensor: Tensor, gain: float = 1.0, rng: Any = None) -> Tensor:
@@ -137,3 +137,8 @@ def xavier_normal_(tensor: Tensor, gain: float = 1.0, rng: Any = None) -> Tensor
     fan_in, fan_out = fan_in_and_fan_out(tensor.shape)
     std = gain * math.sqrt(2.0 / (fan_in + fan_out))
     return normal_(tensor, 0.0, std, rng)
+
+
+# Their names before they were public (issue 39): notebooks released earlier import them, and are
+# still graded.
+_kaiming_std = kaiming_std

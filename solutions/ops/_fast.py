@@ -36,7 +36,7 @@ import numpy as np
 
 from ..graph import Function, Tensor, _new_tensor, is_grad_enabled
 from .im2col import Padding, Pair, conv_output_hw, offset_slice, output_size, windows
-from .pool import _lowest, _offsets, _out_hw, _pad4
+from .pool import kernel_offsets, lowest, pad4, pool_out_hw
 
 
 # --------------------------------------------------------------------------------------------
@@ -431,8 +431,8 @@ def _covers_once(x_shape: tuple[int, ...], kernel: Pair, stride: Pair, pad: Pair
 def max_pool2d_array(x: np.ndarray, kernel: Pair, stride: Pair, pad: Pair) -> tuple[np.ndarray, np.ndarray]:
     """(out, index): the pooled (N, C, OH, OW) array and, per output, the row-major offset of the winner."""
     N, C, H, W = x.shape
-    OH, OW = _out_hw((H, W), kernel, stride, pad)
-    xp = pad_hw(x, _pad4(pad), value=_lowest(x.dtype))  # padding never wins: it is never > the running max
+    OH, OW = pool_out_hw((H, W), kernel, stride, pad)
+    xp = pad_hw(x, pad4(pad), value=lowest(x.dtype))  # padding never wins: it is never > the running max
     out = np.empty((N, C, OH, OW), dtype=x.dtype)
     index = np.empty((N, C, OH, OW), dtype=np.uint8 if kernel[0] * kernel[1] <= 256 else np.int32)
     first = _first_inside(kernel, stride, pad, (OH, OW))
@@ -443,7 +443,7 @@ def max_pool2d_array(x: np.ndarray, kernel: Pair, stride: Pair, pad: Pair) -> tu
         if halving and not nan_aware:
             _max_pool_2x2(xp[n0:n1], best, idx)
             return
-        offsets = _offsets(kernel, (OH, OW), stride)
+        offsets = kernel_offsets(kernel, (OH, OW), stride)
         take = np.empty(best.shape, dtype=bool)
         if pad == (0, 0):  # offset 0 of every window is a real pixel: start from it
             _, rows, cols = next(offsets)
@@ -460,7 +460,7 @@ def max_pool2d_array(x: np.ndarray, kernel: Pair, stride: Pair, pad: Pair) -> tu
             np.maximum(v0, v, out=best)
             np.copyto(idx, take, casting="unsafe")  # offset 1 where it won, else 0
         else:
-            best[...], idx[...] = _lowest(x.dtype), first
+            best[...], idx[...] = lowest(x.dtype), first
         for k, rows, cols in offsets:
             v = xp[n0:n1, :, rows, cols]
             np.greater(v, best, out=take)  # strict: on a tie the earlier offset keeps the gradient
@@ -515,7 +515,7 @@ def max_pool2d_scatter_array(
 
     def scatter(n0: int, n1: int) -> None:
         g = grad[n0:n1]
-        for k, rows, cols in _offsets(kernel, (OH, OW), stride):
+        for k, rows, cols in kernel_offsets(kernel, (OH, OW), stride):
             hit = index[n0:n1] == k
             target = dxp[n0:n1, :, rows, cols]
             if overlap:  # a pixel can win several windows: add
@@ -532,15 +532,15 @@ def max_pool2d_scatter_array(
 def avg_pool2d_array(x: np.ndarray, kernel: Pair, stride: Pair, pad: Pair) -> np.ndarray:
     """The mean of each window of the zero-padded x, divided by KH*KW: (N, C, H, W) -> (N, C, OH, OW)."""
     N, C, H, W = x.shape
-    OH, OW = _out_hw((H, W), kernel, stride, pad)
-    xp = pad_hw(x, _pad4(pad))
+    OH, OW = pool_out_hw((H, W), kernel, stride, pad)
+    xp = pad_hw(x, pad4(pad))
     count = kernel[0] * kernel[1]
     floating = np.issubdtype(x.dtype, np.floating)
     total = np.empty((N, C, OH, OW), dtype=x.dtype if floating else np.float64)
 
     def pool(n0: int, n1: int) -> None:
         acc = total[n0:n1]
-        offsets = _offsets(kernel, (OH, OW), stride)
+        offsets = kernel_offsets(kernel, (OH, OW), stride)
         _, rows, cols = next(offsets)
         acc[...] = xp[n0:n1, :, rows, cols]
         for _, rows, cols in offsets:
@@ -564,7 +564,7 @@ def avg_pool2d_scatter_array(
     overlap = _overlapping(kernel, stride)
 
     def scatter(n0: int, n1: int) -> None:
-        for _, rows, cols in _offsets(kernel, (OH, OW), stride):
+        for _, rows, cols in kernel_offsets(kernel, (OH, OW), stride):
             if overlap:
                 dxp[n0:n1, :, rows, cols] += share[n0:n1]
             else:

@@ -194,7 +194,7 @@ class MaskedSoftmax(Function):
         return s * (grad - (grad * s).sum(axis=-1, keepdims=True))
 
 
-def _broadcast_mask(mask: np.ndarray, scores_shape: tuple[int, ...], op: str) -> np.ndarray:
+def broadcast_mask(mask: np.ndarray, scores_shape: tuple[int, ...], op: str) -> np.ndarray:
     """The mask, checked to broadcast to the scores' shape without changing it."""
     try:
         if np.broadcast_shapes(mask.shape, scores_shape) == tuple(scores_shape):
@@ -211,7 +211,7 @@ def masked_softmax(x: Any, mask: Any = None) -> Tensor:
     x = as_tensor(x)
     if x.ndim == 0:
         raise ValueError("masked_softmax: needs at least one dimension, got a 0-d tensor")
-    m = None if mask is None else _broadcast_mask(additive_mask(mask, x.dtype, "masked_softmax"), x.shape,
+    m = None if mask is None else broadcast_mask(additive_mask(mask, x.dtype, "masked_softmax"), x.shape,
                                                   "masked_softmax")
     return MaskedSoftmax.apply(x, mask=m)
 
@@ -260,7 +260,7 @@ class ScaledDotProductAttention(Function):
         return attention_backward(grad, q, k, v, p, self.scale, self.needs_input_grad)
 
 
-def _sum_to(grad: Tensor, shape: tuple[int, ...]) -> Tensor:
+def sum_to(grad: Tensor, shape: tuple[int, ...]) -> Tensor:
     """A gradient summed back over the batch axes its input was broadcast along (one K, V shared by
     every head); as it is when nothing was broadcast, the usual case, where no node is added."""
     return grad if grad.shape == tuple(shape) else unbroadcast(grad, shape)
@@ -269,17 +269,17 @@ def _sum_to(grad: Tensor, shape: tuple[int, ...]) -> Tensor:
 def attention_backward(grad: Tensor, q: Tensor, k: Tensor, v: Tensor, p: Tensor, scale: float,
                        needs: tuple[bool, ...] = (True, True, True)) -> tuple[Tensor | None, ...]:
     """(dQ, dK, dV) from G = grad and the weights P, in engine ops; None where not needed."""
-    dv = _sum_to(matmul(p.swapaxes(-1, -2), grad), v.shape) if needs[2] else None
+    dv = sum_to(matmul(p.swapaxes(-1, -2), grad), v.shape) if needs[2] else None
     if not (needs[0] or needs[1]):
         return None, None, dv
     dp = matmul(grad, v.swapaxes(-1, -2))                      # (..., L, S)
     ds = p * (dp - (dp * p).sum(axis=-1, keepdims=True)) * scale  # through the softmax, then the scale
-    dq = _sum_to(matmul(ds, k), q.shape) if needs[0] else None
-    dk = _sum_to(matmul(ds.swapaxes(-1, -2), q), k.shape) if needs[1] else None
+    dq = sum_to(matmul(ds, k), q.shape) if needs[0] else None
+    dk = sum_to(matmul(ds.swapaxes(-1, -2), q), k.shape) if needs[1] else None
     return dq, dk, dv
 
 
-def _attention_inputs(query: Any, key: Any, value: Any) -> tuple[Tensor, Tensor, Tensor]:
+def attention_inputs(query: Any, key: Any, value: Any) -> tuple[Tensor, Tensor, Tensor]:
     query, key, value = as_tensor(query), as_tensor(key), as_tensor(value)
     op = "scaled_dot_product_attention"
     if min(query.ndim, key.ndim, value.ndim) < 2:
@@ -330,7 +330,7 @@ def scaled_dot_product_attention(
     deterministic result. A query whose every key is masked gets output 0.
     """
     op = "scaled_dot_product_attention"
-    query, key, value = _attention_inputs(query, key, value)
+    query, key, value = attention_inputs(query, key, value)
     L, S, D = query.shape[-2], key.shape[-2], query.shape[-1]
     if is_causal and attn_mask is not None:
         raise ValueError(f"{op}: pass either attn_mask or is_causal=True, not both (the causal mask is built "
@@ -343,7 +343,7 @@ def scaled_dot_product_attention(
     if is_causal:
         mask = additive_mask(causal_mask(L, S), query.dtype)
     elif attn_mask is not None:
-        mask = _broadcast_mask(additive_mask(attn_mask, query.dtype, op), scores_shape, op)
+        mask = broadcast_mask(additive_mask(attn_mask, query.dtype, op), scores_shape, op)
     if dropout_p > 0.0:
         return dropout_attention(query, key, value, mask, scale, dropout_p, rng)
     return ScaledDotProductAttention.apply(query, key, value, mask=mask, scale=scale)
@@ -371,3 +371,8 @@ def merge_heads(x: Any) -> Tensor:
         raise ValueError(f"merge_heads: expected (N, H, T, D), got shape {x.shape}")
     N, H, T, D = x.shape
     return reshape(transpose(x, (0, 2, 1, 3)), (N, T, H * D))
+
+
+# Their names before they were public (issue 39): notebooks released earlier import them, and are
+# still graded.
+_broadcast_mask, _sum_to, _attention_inputs = broadcast_mask, sum_to, attention_inputs

@@ -90,7 +90,7 @@ def _ntuple(value: Any, n: int, name: str, op: str) -> tuple[int, ...]:
     raise TypeError(f"{op}: {name} must be {kind}, got {value!r}")
 
 
-def _conv_params(
+def conv_params(
     op: str, x_shape: tuple[int, ...], w_shape: tuple[int, ...], b_shape: tuple[int, ...] | None,
     stride: Any, padding: Any, dilation: Any, groups: Any,
 ) -> tuple[tuple[int, ...], tuple[tuple[int, int], ...], tuple[int, ...], int]:
@@ -217,7 +217,7 @@ def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1) -> T
     """
     x, weight = as_tensor(x), as_tensor(weight)
     b_shape = None if bias is None else as_tensor(bias).shape
-    stride_, pads, dilation_, groups_ = _conv_params("conv2d", x.shape, weight.shape, b_shape, stride, padding,
+    stride_, pads, dilation_, groups_ = conv_params("conv2d", x.shape, weight.shape, b_shape, stride, padding,
                                                      dilation, groups)
     args = (x, weight) if bias is None else (x, weight, bias)
     return Conv2d.apply(*args, stride=stride_, padding=pads, dilation=dilation_, groups=groups_)
@@ -301,7 +301,7 @@ def conv1d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1) -> T
     """
     x, weight = as_tensor(x), as_tensor(weight)
     b_shape = None if bias is None else as_tensor(bias).shape
-    (s,), (p,), (d,), groups_ = _conv_params("conv1d", x.shape, weight.shape, b_shape, stride, padding, dilation,
+    (s,), (p,), (d,), groups_ = conv_params("conv1d", x.shape, weight.shape, b_shape, stride, padding, dilation,
                                              groups)
     N, C, L = x.shape
     K, Cg, KL = weight.shape
@@ -309,3 +309,8 @@ def conv1d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1) -> T
     args = (x4, w4) if bias is None else (x4, w4, bias)
     z = Conv2d.apply(*args, stride=(1, s), padding=((0, 0), p), dilation=(1, d), groups=groups_)
     return z.reshape((N, K, z.shape[3]))
+
+
+# Their names before they were public (issue 39): notebooks released earlier import them, and are
+# still graded.
+_conv_params = conv_params

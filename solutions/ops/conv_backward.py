@@ -28,7 +28,7 @@ The helpers work on plain arrays (for the book's figures) and on Tensors (as dif
 ops, so the derived form itself supports `create_graph=True`). The engine's own backward, in
 `conv.py` (GEMM + col2im, chapter 3), is tested equal to `conv2d_backward_derived` on every
 configuration. The correlation the derived form needs is written here tap by tap
-(`_correlate`), so that it shares no code with chapter 3's im2col convolution.
+(`correlate`), so that it shares no code with chapter 3's im2col convolution.
 """
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ import numpy as np
 
 from ..graph import Function, Tensor
 from . import kernels
-from .conv import _conv_params
+from .conv import conv_params
 from .im2col import Pair, as_padding, as_pair, positive_pair
 from .shape import concatenate, flip, pad
 
@@ -174,7 +174,7 @@ def rotate180(w):
 # --------------------------------------------------------------------------------------------
 # The derived backward
 # --------------------------------------------------------------------------------------------
-def _correlate(a, k, groups: int):
+def correlate(a, k, groups: int):
     """Stride-1, unpadded cross-correlation: a (N, C, H, W), k (K, C/G, KH, KW) -> (N, K, H-KH+1, W-KW+1).
 
     One term per kernel tap (i, j): the slice of `a` that the tap meets at every output position,
@@ -202,7 +202,7 @@ def conv2d_backward_derived(x, weight, grad_out, stride=1, padding=0, dilation=1
     Tensors in, everything is built from engine ops and differentiable again.
     """
     x_shape, w_shape = tuple(x.shape), tuple(weight.shape)
-    (sh, sw), pads, dil, groups = _conv_params("conv2d", x_shape, w_shape, None, stride, padding, dilation, groups)
+    (sh, sw), pads, dil, groups = conv_params("conv2d", x_shape, w_shape, None, stride, padding, dilation, groups)
     N, C, H, W = x_shape
     K, Cg, KH, KW = w_shape
     Kg = K // groups
@@ -220,7 +220,7 @@ def conv2d_backward_derived(x, weight, grad_out, stride=1, padding=0, dilation=1
     # dx: full convolution of g1 with the rotated kernel, input and output channels swapped per group.
     g1_full = pad2d(g1, ((KHd - 1, KHd - 1), (KWd - 1, KWd - 1)))
     w_swapped = rotate180(wd).reshape((groups, Kg, Cg, KHd, KWd)).transpose((0, 2, 1, 3, 4)).reshape((C, Kg, KHd, KWd))
-    dxp = _correlate(g1_full, w_swapped, groups)  # (N, C, Hp, Wp)
+    dxp = correlate(g1_full, w_swapped, groups)  # (N, C, Hp, Wp)
     dx = unpad2d(dxp, pads)
 
     # dw: correlate x_padded with g1, summing over the batch: the batch becomes the channel axis.
@@ -228,7 +228,7 @@ def conv2d_backward_derived(x, weight, grad_out, stride=1, padding=0, dilation=1
     for g in range(groups):
         xg = xp[:, g * Cg : (g + 1) * Cg].transpose((1, 0, 2, 3))  # (Cg, N, Hp, Wp)
         gg = g1[:, g * Kg : (g + 1) * Kg].transpose((1, 0, 2, 3))  # (Kg, N, H1, W1) as a kernel
-        per_group.append(_correlate(xg, gg, 1).transpose((1, 0, 2, 3)))  # (Kg, Cg, KHd, KWd)
+        per_group.append(correlate(xg, gg, 1).transpose((1, 0, 2, 3)))  # (Kg, Cg, KHd, KWd)
     dwd = per_group[0] if groups == 1 else (
         concatenate(per_group, axis=0) if isinstance(per_group[0], Tensor) else np.concatenate(per_group, axis=0)
     )
@@ -236,3 +236,8 @@ def conv2d_backward_derived(x, weight, grad_out, stride=1, padding=0, dilation=1
 
     db = grad_out.sum(axis=(0, 2, 3))
     return dx, dw, db
+
+
+# Their names before they were public (issue 39): notebooks released earlier import them, and are
+# still graded.
+_correlate = correlate

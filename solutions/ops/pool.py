@@ -65,17 +65,17 @@ def _pool_params(op: str, x_shape: tuple[int, ...], kernel_size: Any, stride: An
     return kernel, stride_, pad, dilation_
 
 
-def _out_hw(hw: tuple[int, int], kernel: Pair, stride: Pair, pad: Pair) -> Pair:
+def pool_out_hw(hw: tuple[int, int], kernel: Pair, stride: Pair, pad: Pair) -> Pair:
     """(OH, OW) of a pool padded by `pad` on both sides of each axis: the convolution's formula, d = 1."""
     return (output_size(hw[0], kernel[0], stride[0], 2 * pad[0], 1),
             output_size(hw[1], kernel[1], stride[1], 2 * pad[1], 1))
 
 
-def _pad4(pad: Pair) -> tuple[Pair, Pair]:
+def pad4(pad: Pair) -> tuple[Pair, Pair]:
     return (pad[0], pad[0]), (pad[1], pad[1])
 
 
-def _offsets(kernel: Pair, out_hw: Pair, stride: Pair):
+def kernel_offsets(kernel: Pair, out_hw: Pair, stride: Pair):
     """(k, rows, cols) for every kernel offset, k counting row-major as PyTorch scans a window."""
     for i in range(kernel[0]):
         for j in range(kernel[1]):
@@ -86,7 +86,7 @@ def _offsets(kernel: Pair, out_hw: Pair, stride: Pair):
 # --------------------------------------------------------------------------------------------
 # Max pool
 # --------------------------------------------------------------------------------------------
-def _lowest(dtype: np.dtype):
+def lowest(dtype: np.dtype):
     """The value that never wins a max: -inf, or the smallest integer of an integer dtype."""
     return -np.inf if np.issubdtype(dtype, np.floating) else np.iinfo(dtype).min
 
@@ -94,11 +94,11 @@ def _lowest(dtype: np.dtype):
 def max_pool2d_array(x, kernel, stride, pad):
     """(out, index): the max of each window (N, C, OH, OW) and the offset i*KW + j of its winner."""
     N, C, H, W = x.shape
-    OH, OW = _out_hw((H, W), kernel, stride, pad)
-    xp = pad_hw(x, _pad4(pad), value=_lowest(x.dtype))  # the padding never wins
-    out = np.full((N, C, OH, OW), _lowest(x.dtype), dtype=x.dtype)
+    OH, OW = pool_out_hw((H, W), kernel, stride, pad)
+    xp = pad_hw(x, pad4(pad), value=lowest(x.dtype))  # the padding never wins
+    out = np.full((N, C, OH, OW), lowest(x.dtype), dtype=x.dtype)
     index = np.zeros((N, C, OH, OW), dtype=np.int64)
-    for k, rows, cols in _offsets(kernel, (OH, OW), stride):
+    for k, rows, cols in kernel_offsets(kernel, (OH, OW), stride):
         v = xp[:, :, rows, cols]  # offset k of every window
         # Strictly greater: on a tie the earlier offset keeps the window (PyTorch's first maximum).
         # A NaN always takes over, so it propagates as in PyTorch.
@@ -113,7 +113,7 @@ def max_pool2d_scatter_array(grad, index, x_shape, kernel, stride, pad):
     N, C, H, W = x_shape
     OH, OW = index.shape[2:]
     dxp = np.zeros((N, C, H + 2 * pad[0], W + 2 * pad[1]), dtype=grad.dtype)
-    for k, rows, cols in _offsets(kernel, (OH, OW), stride):
+    for k, rows, cols in kernel_offsets(kernel, (OH, OW), stride):
         # The windows whose winner is offset k; add, since overlapping windows can share a winner.
         dxp[:, :, rows, cols] += np.where(index == k, grad, 0)
     return dxp[:, :, pad[0] : pad[0] + H, pad[1] : pad[1] + W]
@@ -121,9 +121,9 @@ def max_pool2d_scatter_array(grad, index, x_shape, kernel, stride, pad):
 
 def max_pool2d_gather_array(g, index, kernel, stride, pad):
     """The adjoint of the scatter: read g (N, C, H, W) at each window's winner -> (N, C, OH, OW)."""
-    gp = pad_hw(g, _pad4(pad))
+    gp = pad_hw(g, pad4(pad))
     out = np.zeros(index.shape, dtype=g.dtype)
-    for k, rows, cols in _offsets(kernel, index.shape[2:], stride):
+    for k, rows, cols in kernel_offsets(kernel, index.shape[2:], stride):
         out = np.where(index == k, gp[:, :, rows, cols], out)
     return out
 
@@ -200,10 +200,10 @@ def max_pool2d_gather(g, index, kernel_size, stride, padding) -> Tensor:
 def avg_pool2d_array(x, kernel, stride, pad):
     """The mean of each window of the zero-padded x, divided by KH*KW: (N, C, H, W) -> (N, C, OH, OW)."""
     N, C, H, W = x.shape
-    OH, OW = _out_hw((H, W), kernel, stride, pad)
-    xp = pad_hw(x, _pad4(pad))  # zeros, counted in every mean (count_include_pad=True)
+    OH, OW = pool_out_hw((H, W), kernel, stride, pad)
+    xp = pad_hw(x, pad4(pad))  # zeros, counted in every mean (count_include_pad=True)
     total = 0
-    for _, rows, cols in _offsets(kernel, (OH, OW), stride):
+    for _, rows, cols in kernel_offsets(kernel, (OH, OW), stride):
         total = total + xp[:, :, rows, cols]  # offset (i, j) of every window
     return total / (kernel[0] * kernel[1])
 
@@ -213,7 +213,7 @@ def avg_pool2d_scatter_array(grad, x_shape, kernel, stride, pad):
     N, C, H, W = x_shape
     share = grad / (kernel[0] * kernel[1])
     padded = np.zeros((N, C, H + 2 * pad[0], W + 2 * pad[1]), dtype=share.dtype)
-    for _, rows, cols in _offsets(kernel, grad.shape[2:], stride):
+    for _, rows, cols in kernel_offsets(kernel, grad.shape[2:], stride):
         padded[:, :, rows, cols] += share
     return padded[:, :, pad[0] : H + pad[0], pad[1] : W + pad[1]]
 
@@ -268,7 +268,7 @@ def avg_pool2d_scatter(grad, x_shape, kernel_size, stride, padding) -> Tensor:
 # (Average pooling has no dilation in PyTorch.)
 def _dilated_taps(x, kernel, stride, pad, dilation):
     """Every window's KH*KW taps, in row-major order: (N, C, OH, OW, KH*KW), padding as -inf."""
-    win = windows(pad_hw(x, _pad4(pad), value=_lowest(x.dtype)), kernel, stride, dilation)
+    win = windows(pad_hw(x, pad4(pad), value=lowest(x.dtype)), kernel, stride, dilation)
     return win.reshape(win.shape[:4] + (kernel[0] * kernel[1],))
 
 
@@ -351,3 +351,8 @@ def global_avg_pool2d(x) -> Tensor:
     if x.ndim != 4:
         raise ValueError(f"global_avg_pool2d: expected a 4-D input (N, C, H, W), got shape {x.shape}")
     return x.mean(axis=(2, 3))
+
+
+# Their names before they were public (issue 39): notebooks released earlier import them, and are
+# still graded.
+_pad4, _lowest, _out_hw, _offsets = pad4, lowest, pool_out_hw, kernel_offsets

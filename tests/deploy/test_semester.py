@@ -329,10 +329,11 @@ def test_a_semester_on_the_hub(hub, tmp_path, capsys):
         assert code == 0 and run is not None, log[-3000:]
         loaded = "".join("".join(o.get("text", "")) for o in run["cells"][1]["outputs"]
                          if o["output_type"] == "stream")  # a stream's text is a list of lines in the file
-        assert re.match(r"coursekit: \d+ of your answers from your notebooks are in the engine$", loaded.strip()), \
+        assert re.match(r"Your exercises from your notebooks: \d+ done and in use$", loaded.strip()), \
             loaded
     code, log, _ = run_chapter(b)
-    assert code != 0 and re.search(r"NotImplementedError: exercise a0\d-[\w-]+: implement ", log), log[-3000:]
+    assert code != 0 and re.search(r"NotImplementedError: \S.* is an exercise you have not done yet: write it in "
+                                   r"your notebook a0\d · ", log), log[-3000:]
 
     # A's session and A's own API token open nothing of B's: not the server, not the files.
     token = a.s.post(f"{hub.base}/hub/api/users/{a.user}/tokens", headers=a.headers(), timeout=30,

@@ -67,9 +67,10 @@ def check_feedback(course):
         assert (page.parent / "mathjax" / "tex-chtml.js").stat().st_size > 100_000
         assert list((page.parent / "mathjax" / "output" / "chtml" / "fonts" / "woff-v2").glob("*.woff"))
     # what a hidden check says is still there: the student's feedback, first as one line per exercise
-    assert "a00-square-backward: not implemented yet" in pages["carol"].read_text()
+    assert "Incorrect: not done yet: its cell still raises NotImplementedError()" in pages["carol"].read_text()
     alice = pages["alice"].read_text()
-    assert "a00_toy: 6.0 / 6.0 auto-graded points; 1.0 points of written answers to be graded by hand" in alice
+    assert ("a00 · Toy assignment: 6.0 / 6.0 auto-graded points; 1.0 points of written answers to be graded by "
+            "hand") in alice
     assert alice.count('class="exercise"') == 3 and "Test cell</a> (Score" not in alice
     assert "to be graded by hand (1.0 points)" in alice
     check_feedback_in_a_browser(pages["carol"])
@@ -96,7 +97,7 @@ def check_feedback_in_a_browser(page):
             assert seen.errors == [], seen.errors
             layout = seen.probe
             assert len(layout["summary"]) == 3, layout["summary"]
-            assert any("not implemented yet" in line for line in layout["summary"]), layout["summary"]
+            assert any("not done yet" in line for line in layout["summary"]), layout["summary"]
             assert layout["wide"] == [], (width, layout["wide"])
             # no path of the grader's temporary folders, in what the student reads
             assert "autograder-grade-" not in seen.dom and "/tmp/" not in layout["text"]

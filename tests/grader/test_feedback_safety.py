@@ -151,6 +151,16 @@ def test_the_feedback_page_is_the_one_nbconverts_exporter_makes(name):
         assert ours.count("Math shown as TeX") == theirs.count("Math shown as TeX") == 2
 
 
+def test_the_headings_the_page_is_titled_by_are_escaped():
+    """The page's title and a written answer's title are headings of the student's own markdown."""
+    heading = '<script>alert(1)</script><img src=x onerror="alert(2)">'
+    page = feedback_page(SafeHTMLExporter, source_notebook(), NOTEBOOK, heading=heading)
+    soup = BeautifulSoup(page, features="html.parser")
+    assert soup.title.get_text() == heading and soup.h1.get_text().startswith(heading + ":")
+    assert soup.select("#summary a")[0].get_text() == heading
+    assert "<script>alert(1)" not in page and not soup.find_all("img", src="x")
+
+
 # -- end to end: graded students, their pages, a browser --------------------------------------------
 
 ONE_PIXEL_PNG = ("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==")

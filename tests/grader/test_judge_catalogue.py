@@ -32,7 +32,7 @@ def test_an_in_place_change_made_in_the_sandbox_is_seen():
 
 def test_student_exceptions_are_named_with_the_students_line():
     result = verdict("a00-add", "def add(x, y):\n    raise NotImplementedError\n")
-    assert result.message.startswith("not implemented yet")
+    assert result.message.startswith("not done yet: its cell still raises NotImplementedError()")
     result = verdict("a00-add", "def add(x, y):\n    return x + y + undefined_name\n")
     assert result.message == "your code raised NameError: name 'undefined_name' is not defined (in add, line 2)"
 

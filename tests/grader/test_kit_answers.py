@@ -8,6 +8,7 @@ The judge's kit never looks for notebooks: grading stays per exercise.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -16,7 +17,9 @@ from pathlib import Path
 
 import pytest
 
+from autograder import kit
 from autograder.course import notebook
+from autograder.judge import catalogue
 from autograder.kit import build_kit
 from autograder.kit.shipped.answers import answer_cells
 
@@ -76,7 +79,8 @@ def test_the_cells_loaded_are_imports_given_and_answers():
 
 
 def test_a_later_assignment_runs_on_the_earlier_answers(home):
-    result = run_in(home / "a03_im2col", """
+    said = {what: kit.stub_message(catalogue.exercise(what)) for what in ("a02-getitem", "a02-div")}
+    result = run_in(home / "a03_im2col", f"SAID = {said!r}\n" + textwrap.dedent("""
         import numpy as np
         import coursekit
         from coursekit.engine import Tensor
@@ -92,19 +96,21 @@ def test_a_later_assignment_runs_on_the_earlier_answers(home):
                 x.grad = None
                 run()
             except NotImplementedError as error:
-                assert f"exercise {what}:" in str(error) and "a02_broadcasting" in str(error), error
+                assert str(error) == SAID[what] and "a02 · Broadcasting" in str(error), error
             else:
                 raise AssertionError(f"{what} ran without the student's answer")
         coursekit.status()
-    """)
+    """))
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
-    assert lines[0].startswith("coursekit: ") and "a02-div" in lines[0] and "a02-getitem" in lines[0], lines[0]
+    # the exercises by their titles, as the notebooks name them, never their grade ids
+    assert lines[0].startswith("Your exercises from your notebooks: ") and "Div" in lines[0] \
+        and "GetItem" in lines[0] and "a02-" not in lines[0], lines[0]
     table = {line.split()[0]: line for line in lines[1:]}
-    assert table["a02-mul"].split()[2] == "yours"
-    assert table["a02-getitem"].split()[2] == "not"          # "not done"
-    assert "SyntaxError" in table["a02-div"]
-    assert table["a01-backward"].split()[2] == "yours"
+    assert table["Mul"].endswith("a02 · Broadcasting and the gradients of tensor ops: yours"), table["Mul"]
+    assert table["GetItem"].endswith(": not done"), table["GetItem"]
+    assert "SyntaxError" in table["Div"]
+    assert table[catalogue.exercise("a01-backward").title].endswith(": yours")
 
 
 def test_no_earlier_notebooks_no_loading(tmp_path):
@@ -115,7 +121,7 @@ def test_no_earlier_notebooks_no_loading(tmp_path):
         coursekit.status()
     """)
     assert result.returncode == 0, result.stderr
-    assert "no answers loaded" in result.stdout
+    assert result.stdout.startswith("No answers loaded: none of your assignment notebooks"), result.stdout
 
 
 def test_explicit_load_from_elsewhere(home, tmp_path):
@@ -155,8 +161,9 @@ def diagnose_with_mutant(home: Path, assignment: str, mutant_id: str) -> list[st
 def test_diagnose_names_a_broken_earlier_op(tmp_path):
     """A student whose a02 Mul gradient multiplies by the wrong input: the capstone's kit says so."""
     problems = diagnose_with_mutant(tmp_path, "a02_broadcasting", "mul-swapped")
-    assert any(line.startswith("x * y") and "a02-mul" in line for line in problems), problems
-    assert not [line for line in problems if "a03-" in line or "NotImplementedError" in line], problems
+    # its exercises by their titles: "[exercises: Mul, unbroadcast]"
+    assert any(line.startswith("x * y") and "[exercises: Mul, unbroadcast]" in line for line in problems), problems
+    assert not [line for line in problems if "a0" in line or "NotImplementedError" in line], problems
 
 
 def test_each_piece_diagnose_checks_is_named_by_the_exercises_it_is_made_of(tmp_path):
@@ -212,10 +219,11 @@ def test_every_notebook_beside_is_loaded_this_ones_and_later_ones_included(tmp_p
         coursekit.status()
     """)
     assert result.returncode == 0, result.stderr
-    table = {line.split()[0]: line.split()[2] for line in result.stdout.splitlines()[1:]}
-    assert {prefix for prefix in (eid[:3] for eid in table)} == {"a01", "a02", "a03"}, table
-    assert set(table.values()) == {"yours"}, table
-    assert result.stdout.startswith(f"coursekit: {len(table)} of your answers from your notebooks are in the engine\n")
+    rows = [re.fullmatch(r"(\S.*?) +(a\d\d) · .*: (\w[\w ]*)", line) for line in result.stdout.splitlines()[1:]]
+    assert all(rows), result.stdout
+    assert {row[2] for row in rows} == {"a01", "a02", "a03"}, result.stdout
+    assert {row[3] for row in rows} == {"yours"}, result.stdout
+    assert result.stdout.startswith(f"Your exercises from your notebooks: {len(rows)} done and in use\n")
 
 
 @pytest.mark.slow

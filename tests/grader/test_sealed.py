@@ -114,7 +114,8 @@ def conv2d_weight_grad_array(x, grad, w_shape, stride, padding, dilation, groups
 def test_a_later_assignments_reference_does_not_answer_an_exercise(exercise_id):
     result = verdict(exercise_id, {exercise_id: CONV_BY_A04})
     assert not result.passed, result
-    assert "(a04-conv-backward), an exercise of a later assignment (a04_conv_backward)" in result.message, result
+    assert ("conv2d_backward_derived, an exercise of a later assignment (a04 · The convolution's backward pass, "
+            "derived)") in result.message, result
 
 
 def test_a_line_of_an_earlier_assignments_reference_is_scrubbed_from_the_message():
@@ -236,11 +237,11 @@ SIBLING = {  # the sibling an answer leans on: as released, answered wrongly, an
 @pytest.mark.parametrize("sibling", SIBLING)
 @pytest.mark.parametrize("judged,answer,other,signature,expected", [
     ("a07-softmax-backward", BY_ATTENTION_BACKWARD, "a07-attention-backward", ATTENTION_BACKWARD,
-     "your code calls attention_backward (a07-attention-backward), which is not run while"),
+     "your code calls attention_backward, which is not run while"),
     ("a07-softmax-backward", BY_ATTENTION_GRADIENT, "a07-attention-backward", ATTENTION_BACKWARD,
-     "your code calls attention_backward (a07-attention-backward), which is not run while"),
+     "your code calls attention_backward, which is not run while"),
     ("a02-softmax", SOFTMAX_BY_LOG_SOFTMAX, "a02-log-softmax", BACKWARD.format(name="LogSoftmax"),
-     "your code calls LogSoftmax (a02-log-softmax), which is not run while"),
+     "your code calls LogSoftmax, which is not run while"),
     ("a02-unbroadcast", UNBROADCAST_BY_ADD, "a02-add", BACKWARD.format(name="Add"),
      "Add calls unbroadcast itself, so the grader does not run it while unbroadcast is checked"),
 ], ids=["a07-called-from-the-kit", "a07-second-order-through-a-sealed-op", "a02-softmax-by-log-softmax",

@@ -100,4 +100,5 @@ def test_the_capstone_names_the_earlier_exercise_it_needs(capstone):
         notebooks.append((name, judging.source_cells(name, answers)))
     result = judging.verdict(capstone.id, earlier=notebooks)
     assert not result.passed and not result.detail, result
-    assert f"exercise {needed.id}" in result.message and "missing" in result.message, result.message
+    assert f"{needed.title} is an exercise you have not done yet" in result.message and "missing" in result.message, \
+        result.message

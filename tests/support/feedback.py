@@ -31,12 +31,13 @@ class NbconvertPage(SafeHTMLExporter):
         return SanitizingHTMLExporter.markdown2html(self, context, source)
 
 
-def feedback_page(exporter_class, nb: dict, name: str) -> str:
+def feedback_page(exporter_class, nb: dict, name: str, heading: str = "") -> str:
     """The feedback page of notebook ``nb`` (its JSON form) made by a new exporter of ``exporter_class``,
-    as nbgrader's GenerateFeedback makes one for each student, with scores made up for it."""
+    as nbgrader's GenerateFeedback makes one for each student, with scores made up for it; ``heading``:
+    the notebook's heading (the page's title) and its exercise's title, as the student's markdown has them."""
     resources = {"nbgrader": {"notebook": name, "score": 1.0, "max_score": 2.0, "late_penalty": 0,
-                              "auto_score": 1.0, "auto_points": 2.0, "pending": 0,
-                              "exercises": [{"id": "a00-square", "title": "Square", "anchor": "a00-square",
+                              "auto_score": 1.0, "auto_points": 2.0, "pending": 0, "heading": heading,
+                              "exercises": [{"id": "a00-square", "title": heading or "Square", "anchor": "a00-square",
                                              "score": 1.0, "points": 2.0, "written": False, "pending": False,
                                              "message": "your code raised <ValueError>"}]}}
     nb = nbformat.reads(json.dumps(nb), as_version=4)

@@ -115,7 +115,7 @@ def check_max_pool(max_pool2d_array, rng):
                 column_major = (index_ref % KW) * KH + index_ref // KW
                 if KH * KW > 1 and np.array_equal(index, column_major):
                     raise GradingFailure(f"{label}: index counts the window's offsets row by row, k = i*KW + j (the "
-                                         "order of _offsets), not column by column")
+                                         "order of kernel_offsets), not column by column")
                 if valid and np.allclose(inside, out_ref):
                     last = values.shape[-1] - 1 - np.argmax(values[..., ::-1], axis=-1)
                     which = "the last one" if np.array_equal(index, last) else "another one"
@@ -158,7 +158,7 @@ def _integer_image(f, reference, rng) -> None:
     x = rng.integers(-5, 5, size=(2, 2, 5, 6))
     label = "an integer image, 3x3 windows, stride 2, padding 1"
     message = (f"{label}: pad an integer image with the smallest integer of its dtype (np.iinfo(dtype).min, what "
-               "_lowest(x.dtype) gives): -inf is not an integer, and the result keeps the integer dtype")
+               "lowest(x.dtype) gives): -inf is not an integer, and the result keeps the integer dtype")
     got = run(f"{label}: max_pool2d_array", f, x.copy(), (3, 3), (2, 2), (1, 1),
               hint=lambda error: message if isinstance(error, (OverflowError, ValueError, TypeError)) else None)
     out_ref, index_ref = reference(x.copy(), (3, 3), (2, 2), (1, 1))

@@ -22,7 +22,7 @@ from .common import DERIVED_PATTERNS, TIME_LIMIT, _cb, _derived_case, _slow
 def _knobbed(x, w, g, params, rotate=True, swap=True):
     """The derived dx with one step left out (for hints), arrays only."""
     cb = _cb()
-    (sh, sw), pads, dil, groups = cb._conv_params("conv2d", x.shape, w.shape, None, params["stride"],
+    (sh, sw), pads, dil, groups = cb.conv_params("conv2d", x.shape, w.shape, None, params["stride"],
                                                   params["padding"], params["dilation"], params["groups"])
     C, K, Cg = x.shape[1], w.shape[0], w.shape[1]
     Kg = K // groups
@@ -35,7 +35,7 @@ def _knobbed(x, w, g, params, rotate=True, swap=True):
     k = cb.rotate180(wd) if rotate else wd
     k = k.reshape((groups, Kg, Cg, KHd, KWd))
     k = (k.transpose((0, 2, 1, 3, 4)) if swap else k).reshape((C, Kg, KHd, KWd))
-    return cb.unpad2d(cb._correlate(full, k, groups), pads)
+    return cb.unpad2d(cb.correlate(full, k, groups), pads)
 
 
 def _dx_hint(label, dx, x_shape, pads, x, w, g, params):
@@ -89,7 +89,7 @@ def check_conv_backward(conv2d_backward_derived, rng):
             if not isinstance(got, (tuple, list)) or len(got) != 3:
                 raise GradingFailure(f"{label}: conv2d_backward_derived returns a tuple (dx, dw, db)")
             want = [np.asarray(a) for a in reference(*keep, **params)]
-            _, pads, _, _ = cb._conv_params("conv2d", x_shape, w_shape, None, *params.values())
+            _, pads, _, _ = cb.conv_params("conv2d", x_shape, w_shape, None, *params.values())
             _compare_derived(label, [np.asarray(a) if isinstance(a, np.ndarray) else a for a in got], want, keep,
                              params, pads, dtype)
             if k in (0, 2, 3, 5, 7, 10):
@@ -167,7 +167,7 @@ def _tensor_derived(label, f, keep, params, rng):
                                  f"(got {type_name(t)}), so that it can be differentiated again")
         if not t.requires_grad:
             raise GradingFailure(f"{label}: with Tensor inputs, {name} is not part of the graph: build it with the "
-                                 "engine's ops (dilate, pad2d, _correlate, ...) on the Tensors, not on their .data")
+                                 "engine's ops (dilate, pad2d, correlate, ...) on the Tensors, not on their .data")
     _, got_second = run(f"{label} with create_graph: conv2d_backward_derived", results, S, f)
     _, want_second = results(R, judged().reference())
     for name, a, b in zip(("x", "w", "dz"), got_second, want_second, strict=False):

@@ -387,5 +387,5 @@ def check_cross_entropy(cross_entropy, rng):
                                      ("one target too few", np.array([0, 1]), ValueError),
                                      ("float targets", np.array([0.0, 1.0, 2.0]), TypeError)]:
         if not isinstance(run(f"{what}: cross_entropy", raises, f, logits, target), error_type):
-            raise GradingFailure(f"{what}: check the targets with the given _class_targets(\"cross_entropy\", "
+            raise GradingFailure(f"{what}: check the targets with the given class_targets(\"cross_entropy\", "
                                  f"logits, target), which raises a {error_type.__name__} for them")

@@ -141,7 +141,7 @@ def _compare_attention(label, S, f, q, k, v, kwargs, student_kwargs=None):
     if got.shape != want.shape:
         if got.ndim > want.ndim:
             raise GradingFailure(f"{label}: the output has more axes than (..., L, Dv): a mask must broadcast to the "
-                                 "scores' shape without adding axes (check it with _broadcast_mask)")
+                                 "scores' shape without adding axes (check it with broadcast_mask)")
         raise GradingFailure(f"{label}: the output must have shape (..., L, Dv), the batch axes broadcast")
     if got.dtype != want.dtype:
         raise GradingFailure(f"{label}: the output is {got.dtype} for {want.dtype} inputs; build the additive mask in "
@@ -213,7 +213,7 @@ def check_attention(scaled_dot_product_attention, rng):
         error = _raises(f, q, k, v, attn_mask=wide)
         if not isinstance(error, ValueError):
             raise GradingFailure("a mask that does not broadcast to the scores' shape (a (2, L, S) mask for (L, S) "
-                                 "scores) must raise a ValueError (_broadcast_mask checks it); yours "
+                                 "scores) must raise a ValueError (broadcast_mask checks it); yours "
                                  + ("returned an output with an extra batch axis" if error is None else
                                     f"raised {type_name(error)}"))
 
@@ -320,7 +320,7 @@ def check_attention_backward(attention_backward, rng):
                 if data.shape != x.shape:
                     if len(data.shape) == len(x.shape) and x.shape[:-2] != data.shape[:-2]:
                         raise GradingFailure(f"{label}: the gradient of {name} keeps the broadcast batch axes: a K or "
-                                             "V shared by every head receives the sum over the heads (_sum_to)")
+                                             "V shared by every head receives the sum over the heads (sum_to)")
                     raise GradingFailure(f"{label}: the gradient of {name} must have {name}'s shape; check which "
                                          "operands need a transpose of their last two axes")
                 if not close(data, ref.data, dtype):

@@ -114,9 +114,9 @@ def load_cells(assignment: str, cells: list[dict]) -> list[Answer]:
         except Exception as e:  # a broken cell costs its own exercise only
             ran[grade_id] = f"{type(e).__name__}: {e}"
     answers = []
-    for eid, name in sorted(mine.items()):
+    for eid, name in sorted(mine.items(), key=lambda item: _order(item[0])):
         if eid not in ran:
-            answers.append(Answer(eid, assignment, "not found", "no answer cell with this grade id"))
+            answers.append(Answer(eid, assignment, "not found", "its answer cell is not in the notebook"))
         elif ran[eid] == "not done":
             answers.append(Answer(eid, assignment, "not done"))
         elif ran[eid]:
@@ -132,6 +132,24 @@ def load_cells(assignment: str, cells: list[dict]) -> list[Answer]:
     for a in answers:
         _loaded[a.exercise] = a
     return answers
+
+
+def _order(exercise: str) -> int:
+    """Where an exercise comes in its notebook: what the student reads is in the notebooks' order."""
+    from ._exercises import TITLES  # type: ignore[import-not-found]  # shipped as coursekit/answers.py
+    return list(TITLES).index(exercise) if exercise in TITLES else len(TITLES)
+
+
+def title(exercise: str) -> str:
+    """An exercise as the student's notebook names it ("Mul", "unbroadcast")."""
+    from ._exercises import TITLES  # type: ignore[import-not-found]  # shipped as coursekit/answers.py
+    return TITLES.get(exercise, exercise)
+
+
+def assignment_title(assignment: str) -> str:
+    """An assignment as its notebook's heading names it ("a02 · Broadcasting and ...")."""
+    from ._exercises import ASSIGNMENTS  # type: ignore[import-not-found]  # shipped as coursekit/answers.py
+    return ASSIGNMENTS.get(_prefix(assignment), assignment)
 
 
 def notebooks(root: Path, before: str | None = None) -> dict[str, Path]:
@@ -158,7 +176,7 @@ def load_answers(root: str | Path | None = None, before: str | None = None, quie
         try:
             cells = json.loads(path.read_text(encoding="utf-8")).get("cells", [])
         except (OSError, ValueError) as e:
-            print(f"coursekit: could not read {path} ({e}); its exercises stay to do")
+            print(f"Could not read your notebook {path.name} ({e}); its exercises stay to do")
             continue
         answers += load_cells(assignment, cells)
     if not quiet and answers:
@@ -180,24 +198,26 @@ def autoload() -> list[Answer]:
 
 
 def summary(answers: list[Answer]) -> str:
+    """The line importing the kit prints: the exercises the student sees by their titles."""
     done = sum(a.status == "yours" for a in answers)
-    todo = [a.exercise for a in answers if a.status != "yours"]
-    line = f"coursekit: {done} of your answers from your notebooks are in the engine"
+    todo = [title(a.exercise) for a in answers if a.status != "yours"]
+    line = f"Your exercises from your notebooks: {done} done and in use"
     if todo:
         shown = ", ".join(todo[:6]) + (f" and {len(todo) - 6} more" if len(todo) > 6 else "")
-        line += f"; still to do: {shown} (coursekit.status() says why)"
+        line += f"; still to do: {shown}"
     return line
 
 
 def status() -> None:
     """Print what became of every exercise of the notebooks loaded."""
     if not _loaded:
-        print("coursekit: no answers loaded from your notebooks "
-              "(none found beside this assignment's folder; coursekit.load_answers(folder) loads them)")
+        print("No answers loaded: none of your assignment notebooks is in the folders beside this "
+              "assignment's (coursekit.load_answers(folder) loads them from another folder)")
         return
-    width = max(len(a.exercise) for a in _loaded.values())
-    for a in sorted(_loaded.values(), key=lambda a: a.exercise):
-        print(f"{a.exercise:<{width}}  {a.assignment:<20} {a.status}{': ' + a.detail if a.detail else ''}")
+    width = max(len(title(a.exercise)) for a in _loaded.values())
+    for a in sorted(_loaded.values(), key=lambda a: _order(a.exercise)):
+        print(f"{title(a.exercise):<{width}}  {assignment_title(a.assignment)}: "
+              f"{a.status}{': ' + a.detail if a.detail else ''}")
 
 
 # --------------------------------------------------------------------------------------------
@@ -300,7 +320,7 @@ def diagnose(quiet: bool = False) -> list[str]:
         try:
             check()
         except Exception as error:  # noqa: BLE001 (whatever your code raises is the diagnosis)
-            named = DIAGNOSED.get(what, ())
+            named = [title(e) for e in DIAGNOSED.get(what, ())]
             where = ", ".join(named[:6]) + (" …" if len(named) > 6 else "")
             message = str(error).strip().split("\n")[0][:200]
             if isinstance(error, NotImplementedError):  # its message names the exercise to do
