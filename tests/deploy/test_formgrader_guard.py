@@ -41,6 +41,7 @@ from support.course import (
     source_notebook,
     use_toy_catalogue,
 )
+from support.hub import FORMGRADER_TABLE
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("autograder")]
 GUARD = REPO / "deploy" / "hub" / "instructor" / "python"
@@ -167,21 +168,6 @@ def test_the_formgrader_runs_no_student_script(tmp_path, monkeypatch):
     assert (course.root / "nbgrader_config.py").read_text() == config_before
 
 
-# What the instructor's formgrader table shows: the visible headers and whether "Add new assignment..."
-# and the course's note are on screen.
-SHOWN = """(async () => {
-    for (let i = 0; i < 300 && !document.querySelector('tbody tr td.name a'); i++) {
-        await new Promise(r => setTimeout(r, 100));
-    }
-    const visible = el => !!el && el.getClientRects().length > 0 && getComputedStyle(el).visibility !== 'hidden';
-    const headers = [...document.querySelectorAll('table.table thead th')].filter(visible);
-    return {headers: headers.map(th => th.innerText.trim()),
-            cells: [...document.querySelectorAll('tbody tr:first-child td')].filter(visible).length,
-            add: [...document.querySelectorAll('a')].some(a => visible(a) && /Add new assignment/.test(a.innerText)),
-            note: (document.querySelector('#autograd-course-note') || {}).innerText || ''};
-})()"""
-
-
 def test_the_formgrader_shows_only_what_the_course_supports(tmp_path, monkeypatch):
     """Its other buttons hidden and their API refused in one sentence; Release Feedback says how many
     written answers still wait to be graded by hand (issue 39)."""
@@ -202,7 +188,7 @@ def test_the_formgrader_shows_only_what_the_course_supports(tmp_path, monkeypatc
                                                       "Release Feedback"]),
                             (f"manage_submissions/{ASSIGNMENT}", ["Student Name", "Student ID", "Timestamp", "Status",
                                                                   "Score", "Release Feedback"])):
-            found = chromium.open(f"{base}/formgrader/{page}?token={token}", probe=SHOWN,
+            found = chromium.open(f"{base}/formgrader/{page}?token={token}", probe=FORMGRADER_TABLE,
                                   screenshot=artefacts / f"{page.split('/')[0]}.png").probe
             assert found["headers"] == shown and found["cells"] == len(shown), found
             assert not found["add"] and "typed in your JupyterLab terminal" in found["note"], found
