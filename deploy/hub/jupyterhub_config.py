@@ -115,6 +115,8 @@ c.JupyterHub.spawn_throttle_retry_range = (3, 8)
 c.JupyterHub.template_paths = [str(HERE / "templates")]
 # The course's name (the book's title in _config.yml, written here by deploy/hub.py install) on the
 # login page (templates/login.html), with a word about the account.
+if not (HERE / "course.json").is_file():
+    raise SystemExit(f"{HERE / 'course.json'} is missing: run `deploy/hub.py install` (or `site`) again: it writes it")
 COURSE_TITLE = json.loads((HERE / "course.json").read_text(encoding="utf-8"))["title"]
 c.JupyterHub.template_vars = {"course_title": COURSE_TITLE}
 
