@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from autograder import kit
 from autograder.analytics import THRESHOLD
 from autograder.authoring import sync
-from autograder.course import DEFAULT_COURSE, DEFAULT_SOLUTIONS, Course, CourseError
+from autograder.course import DEFAULT_COURSE, DEFAULT_SOLUTIONS, Course, CourseError, written
 from autograder.course.owner import OwnerError, act_as_owner, controllers, without_course
 from autograder.course.students import printable
 
@@ -179,6 +179,8 @@ def cmd_feedback(course: Course, args) -> int:
     if args.exchange is not None and report.released:
         print(f"{args.assignment}: feedback released to the nbgrader exchange for {len(report.released)} student(s) "
               "(students: Fetch Feedback)")
+    if report.waiting:
+        print(written.warning(args.assignment, report.waiting))
     if report.failed:
         print(f"no feedback for {len(report.failed)} student(s):")
         print(format_table(["student", "reason"], [(s, printable(r)) for s, r in report.failed]))

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import csv
 import grp
+import json
 import os
 import pwd
 import secrets
@@ -47,6 +48,10 @@ COURSE_ID = "autograd-course"  # as deploy/hub/{student,instructor}/nbgrader_con
 # dependency of the course package is in one or the other.
 GRADER_ONLY = ("sphinx-mathjax-offline>=0.0.2,<1", "copydetect>=0.5,<0.6")
 EXCHANGE_FOLDERS = {"": 0o2775, "outbound": 0o2775, "inbound": 0o3773, "feedback": 0o2771}
+# The book as `make book` builds it: install copies it under the prefix, where the hub serves it
+# (hub/book.py, at /services/book/). Its title is the course's name the hub shows.
+BOOK = REPO / "_build" / "html"
+BOOK_CONFIG = REPO / "_config.yml"
 
 
 class HubError(Exception):
@@ -95,6 +100,7 @@ def install() -> None:
         run("npm", "install", "--silent", "--no-fund", "--no-audit", "--prefix", PREFIX / "node", PROXY)
     readable_by_all(PREFIX / "node")
     install_grader(venv)
+    install_book()
     install_site()
     print(f"installed: {venv}, {proxy.name}, the grader {PREFIX / 'grader'} (group {GROUP}), configuration in "
           f"{ETC}, exchange {EXCHANGE}")
@@ -119,10 +125,51 @@ def install_site() -> None:
         (ETC / "roster.csv").write_bytes(roster)
     elif not (ETC / "roster.csv").exists():
         (ETC / "roster.csv").write_text("username,role\n", encoding="utf-8")
+    course_name(ETC)
     readable_by_all(ETC)
     STATE.mkdir(parents=True, exist_ok=True)
     STATE.chmod(0o700)
     make_exchange()
+
+
+def course_title() -> str:
+    """The course's name: the book's title in _config.yml (read without a YAML parser: this script
+    runs before any environment exists)."""
+    for line in BOOK_CONFIG.read_text(encoding="utf-8").splitlines():
+        if line.startswith("title:"):
+            return line.removeprefix("title:").strip().strip("\"'")
+    raise HubError(f"{BOOK_CONFIG} has no title: line (the course's name the hub shows)")
+
+
+def course_name(etc: Path) -> None:
+    """The course's name where the hub and JupyterLab read it: course.json (jupyterhub_config.py,
+    for the login page) and JupyterLab's page configuration (its window title, for everyone)."""
+    title = course_title()
+    (etc / "course.json").write_text(json.dumps({"title": title}) + "\n", encoding="utf-8")
+    page_config = etc / "everyone" / "labconfig" / "page_config.d"
+    page_config.mkdir(parents=True, exist_ok=True)
+    (page_config / "course.json").write_text(json.dumps({"appName": title}) + "\n", encoding="utf-8")
+
+
+def install_book() -> None:
+    """The built book, copied (root's, readable by all) to PREFIX/book, where the hub serves it.
+    Not built: said, and the hub runs without it (the notebooks' chapter links then find nothing)."""
+    if not (BOOK / "index.html").is_file():
+        print(f"deploy/hub.py: no book in {BOOK}: the hub will serve none. Build it with `make book`, "
+              "then install again.", file=sys.stderr)
+        return
+    staging, target, old = PREFIX / ".book.incoming", PREFIX / "book", PREFIX / ".book.old"
+    shutil.rmtree(staging, ignore_errors=True)
+    shutil.copytree(BOOK, staging, ignore=shutil.ignore_patterns(".*"))  # links copied as files: nothing points out
+    for root, dirs, files in os.walk(staging):
+        for name in [*dirs, *files]:
+            os.chown(Path(root) / name, 0, 0)
+    readable_by_all(staging)
+    shutil.rmtree(old, ignore_errors=True)
+    if target.exists():
+        target.rename(old)
+    staging.rename(target)
+    shutil.rmtree(old, ignore_errors=True)
 
 
 def ensure_group() -> None:
@@ -167,10 +214,11 @@ def install_grader(venv: Path) -> None:
 def instructor_python(folder: Path) -> None:
     """What the instructors' servers import besides the hub's environment: the formgrader guard
     (in deploy/hub/instructor/python/), and copies of what it shares with the grader: the one
-    sanitizer, the feedback pages' MathJax configuration and their readable colours (one source, in
-    autograder/)."""
+    sanitizer, the count of answers still to grade by hand, the feedback pages' MathJax configuration
+    and their readable colours (one source, in autograder/)."""
     folder.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(REPO / "autograder" / "course" / "safe_html.py", folder / "autograd_safe_html.py")
+    shutil.copyfile(REPO / "autograder" / "course" / "written.py", folder / "autograd_written.py")
     (folder / "autograd_formgrade").mkdir(exist_ok=True)
     for name in ("mathjax.html.j2", "readable.css"):
         shutil.copyfile(REPO / "autograder" / "templates" / "autograder_feedback" / name,

@@ -56,8 +56,11 @@ def _signature(source: str, qualname: str) -> str | None:
 
 
 def hidden_cell(spec: catalogue.Spec) -> str:
-    """The text of an exercise's hidden test cell: it only names the check (never executed)."""
-    return (f'### {notebook.BEGIN_HIDDEN}\n# judged outside the notebook, by the check "{spec.id}" on {spec.name}\n'
+    """The text of an exercise's hidden test cell: it only names the check (never executed). Its
+    first line stays in the released notebook, where the hidden region leaves the cell looking
+    empty: it tells the student, in the exercise's own title, what the cell is for."""
+    return (f'# More checks of "{spec.title}" run when your work is graded: nothing to write or run here.\n'
+            f'### {notebook.BEGIN_HIDDEN}\n# judged outside the notebook, by the check "{spec.id}" on {spec.name}\n'
             f'### {notebook.END_HIDDEN}')
 
 

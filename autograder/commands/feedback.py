@@ -47,7 +47,7 @@ from nbconvert.filters.widgetsdatatypefilter import WidgetsDataTypeFilter
 from nbgrader.converters import GenerateFeedback
 from nbgrader.utils import capture_log, temp_attrs
 
-from autograder.course import Course, CourseError
+from autograder.course import Course, CourseError, written
 from autograder.course.exchange import SECRET, SECRET_FILE, release_feedback
 from autograder.course.nbgrader_glue import configure_feedback
 from autograder.course.safe_html import CONTROL, SanitizingHTMLExporter
@@ -309,6 +309,7 @@ class FeedbackReport:
     pages: list[Path] = field(default_factory=list)
     failed: list[tuple[str, str]] = field(default_factory=list)      # student, reason: no page
     released: list[str] = field(default_factory=list)                # students whose pages are in the exchange
+    waiting: int = 0  # answers of these students still to be graded by hand (autograder.course.written)
     unreleased: list[tuple[str, str]] = field(default_factory=list)  # student, reason: a page, not in the exchange
 
 
@@ -358,10 +359,12 @@ def feedback(course: Course, assignment: str, exchange: str | Path | None = None
         if unknown:
             raise CourseError(f"no graded submission of {assignment} from: {', '.join(unknown)}")
     chosen = [s for s in graded if only is None or s in only]
+    with course.gradebook() as gb:
+        waiting = written.waiting(gb, assignment, chosen)
     config = configure_feedback(course.config())
     config.GenerateFeedback.exporter_class = SafeHTMLExporter
     api = course.api(config)
-    report = FeedbackReport()
+    report = FeedbackReport(waiting=waiting)
     for student in chosen:
         try:
             report.pages += _student_feedback(course, api, assignment, student, inline=release is not None,

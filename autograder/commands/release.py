@@ -222,6 +222,7 @@ def release(course: Course, assignment: str, solutions: str | Path, due: str | N
     note_release(course, assignment)
     if duedate is not None:
         show_due(course.release_dir(assignment), duedate)
+    kernel_metadata(course.release_dir(assignment))
     add_release_files(course, assignment)
     index = secret_index(course, assignment, Path(solutions).resolve())
     return scan(course.release_dir(assignment), index, course.root)
@@ -243,6 +244,20 @@ def show_due(folder: Path, duedate: datetime) -> None:
             del cell["id"]
         nb.cells.insert(0, cell)
         notebook.write(nb, path)
+
+
+def kernel_metadata(folder: Path) -> None:
+    """Each released notebook's ``language_info`` as its kernel reports it (ipykernel on this Python,
+    the hub's: the grader runs in the students' environment). JupyterLab writes the kernel's report
+    into the notebook once the kernel connects; the sources keep only the language's name, so a
+    fetched notebook opened marked modified before the student typed anything (issue 39)."""
+    from ipykernel.ipkernel import IPythonKernel
+
+    for path in sorted(folder.glob("*.ipynb")):
+        nb = notebook.read(path)
+        if nb.metadata.get("language_info") != IPythonKernel.language_info:
+            nb.metadata["language_info"] = dict(IPythonKernel.language_info)
+            notebook.write(nb, path)
 
 
 def publish(course: Course, assignment: str, exchange: str | Path | None = None) -> Path:

@@ -6,6 +6,7 @@ to the members of the `instructors` group (through `Spawner.group_overrides`, Ju
 The roster (`roster.csv`: username,role) says who may log in and who teaches.
 """
 import csv
+import json
 import os
 import pwd
 import sys
@@ -62,9 +63,15 @@ c.Spawner.start_timeout = 120
 c.Spawner.http_timeout = 120
 # The students' Jupyter configuration: the exchange, no formgrader, no create-assignment toolbar.
 EXCHANGE = os.environ.get("AUTOGRAD_EXCHANGE", "/srv/nbgrader/exchange")
+# Everyone's too (everyone/): the terminal a non-login shell, so that it keeps the PATH the hub gives
+# (Debian's /etc/profile resets it: the instructors' `autograder` was "command not found", the
+# students' `python` not their kernel's); no news or update check from the network, no news toast;
+# the course's name in JupyterLab's title (everyone/labconfig/page_config.d/, written by deploy/hub.py).
 # Validate in the course's words: student/python/autograd_validate.py, a server extension.
-c.Spawner.environment = {"JUPYTER_CONFIG_PATH": str(HERE / "student"), "AUTOGRAD_EXCHANGE": EXCHANGE,
-                         "PYTHONPATH": str(HERE / "student" / "python")}
+CONFIG_PATH = {role: os.pathsep.join([str(HERE / role), str(HERE / "everyone")]) for role in ("student", "instructor")}
+c.Spawner.environment = {"JUPYTER_CONFIG_PATH": CONFIG_PATH["student"], "AUTOGRAD_EXCHANGE": EXCHANGE,
+                         "PYTHONPATH": str(HERE / "student" / "python"),
+                         "PATH": f"{PREFIX / 'venv' / 'bin'}:/usr/local/bin:/usr/bin:/bin"}
 # Instructors get the formgrader (manual grading of the written answers) guarded against their
 # students' scripts (instructor/python/autograd_formgrader_guard.py), their course folder, and the
 # grader on their PATH (readable by the instructors' system group only: deploy/hub.py install_grader).
@@ -73,7 +80,7 @@ c.Spawner.group_overrides = {
     "01-instructors": {
         "groups": ["instructors"],
         "spawner_override": {"environment": {  # merged into the above
-            "JUPYTER_CONFIG_PATH": str(HERE / "instructor"),
+            "JUPYTER_CONFIG_PATH": CONFIG_PATH["instructor"],
             "PYTHONPATH": str(HERE / "instructor" / "python"),
             "AUTOGRAD_MATHJAX": str(GRADER / "lib" / "sphinx-mathjax-offline" / "static" / "mathjax"),
             "PATH": f"{GRADER / 'bin'}:{PREFIX / 'venv' / 'bin'}:/usr/local/bin:/usr/bin:/bin",
@@ -108,6 +115,23 @@ c.JupyterHub.concurrent_spawn_limit = int(os.environ.get("AUTOGRAD_SPAWN_LIMIT",
 # spawn p95 114 s). A few seconds, spread at random so the waiting class does not retry in step.
 c.JupyterHub.spawn_throttle_retry_range = (3, 8)
 c.JupyterHub.template_paths = [str(HERE / "templates")]
+# The course's name (the book's title in _config.yml, written here by deploy/hub.py install) on the
+# login page (templates/login.html), with a word about the account.
+if not (HERE / "course.json").is_file():
+    raise SystemExit(f"{HERE / 'course.json'} is missing: run `deploy/hub.py install` (or `site`) again: it writes it")
+COURSE_TITLE = json.loads((HERE / "course.json").read_text(encoding="utf-8"))["title"]
+c.JupyterHub.template_vars = {"course_title": COURSE_TITLE}
+
+# -- The book (issue 39): the pages `make book` built, copied under the prefix by deploy/hub.py install,
+# served read-only at /services/book/ to anyone (the book is public) by book.py, as `nobody`: the
+# notebooks' chapter links lead there. Absent when the book was not built before the install.
+BOOK = PREFIX / "book"
+if (BOOK / "index.html").is_file():
+    c.JupyterHub.services.append({
+        "name": "book", "display": True, "url": f"http://127.0.0.1:{PORT + 82}", "user": "nobody", "cwd": str(BOOK),
+        "command": [sys.executable, str(HERE / "book.py"), str(BOOK)],
+        "environment": {"PATH": "/usr/bin:/bin"},
+    })
 
 # -- Feedback on submit (issue 38; deploy/README.md, "The grading service") --
 # `autograder serve` on one instructor's ~/course, as that instructor (the account whose commands read

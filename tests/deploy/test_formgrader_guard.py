@@ -41,6 +41,7 @@ from support.course import (
     source_notebook,
     use_toy_catalogue,
 )
+from support.hub import FORMGRADER_TABLE
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("autograder")]
 GUARD = REPO / "deploy" / "hub" / "instructor" / "python"
@@ -165,3 +166,52 @@ def test_the_formgrader_runs_no_student_script(tmp_path, monkeypatch):
             lab = chromium.open(f"{base}/lab?token={token}", probe=LAB_SHELL)
             assert lab.probe is True, lab.errors[:5]
     assert (course.root / "nbgrader_config.py").read_text() == config_before
+
+
+def test_the_formgrader_shows_only_what_the_course_supports(tmp_path, monkeypatch):
+    """Its other buttons hidden and their API refused in one sentence; Release Feedback says how many
+    written answers still wait to be graded by hand (issue 39)."""
+    use_toy_catalogue(monkeypatch)
+    course = make_course(tmp_path / "course")
+    assert autograder(course, "release", ASSIGNMENT, "--solutions", str(SOLUTIONS)) == 0
+    export = tmp_path / "export" / "ann"
+    export.mkdir(parents=True)
+    (export / f"{NOTEBOOK}.ipynb").write_text(json.dumps(source_notebook()))
+    assert autograder(course, "collect", ASSIGNMENT, str(export.parent)) == 0
+    assert autograder(course, "grade", ASSIGNMENT, "--jobs", "1") == 0  # its written answer: not graded yet
+    guard = tmp_path / "guard"
+    shutil.copytree(GUARD, guard)
+    hub["instructor_python"](guard)
+    artefacts = REPO / "tests" / "artefacts" / "formgrader"
+    with instructor_server(tmp_path, course.root, guard) as (base, token), Chromium() as chromium:
+        for page, shown in (("manage_assignments", ["Name", "Due Date", "Status", "Preview", "# Submissions",
+                                                      "Release Feedback"]),
+                            (f"manage_submissions/{ASSIGNMENT}", ["Student Name", "Student ID", "Timestamp", "Status",
+                                                                  "Score", "Release Feedback"])):
+            found = chromium.open(f"{base}/formgrader/{page}?token={token}", probe=FORMGRADER_TABLE,
+                                  screenshot=artefacts / f"{page.split('/')[0]}.png").probe
+            assert found["headers"] == shown and found["cells"] == len(shown), found
+            assert not found["add"] and "typed in your JupyterLab terminal" in found["note"], found
+        xsrf = {"X-XSRFToken": "t", "Cookie": "_xsrf=t"}
+
+        def post(path: str) -> tuple[int, dict]:
+            request = urllib.request.Request(f"{base}/formgrader/api/{path}?token={token}", data=b"{}",
+                                             method="PUT" if path.count("/") == 1 else "POST", headers=xsrf)
+            try:
+                with urllib.request.urlopen(request, timeout=120) as reply:
+                    return reply.status, json.loads(reply.read())
+            except urllib.error.HTTPError as error:
+                return error.code, json.loads(error.read())
+
+        for action in ("assign", "release", "unrelease", "collect", "generate_feedback", "ann/generate_feedback"):
+            status, reply = post(f"assignment/{ASSIGNMENT}/{action}")
+            assert status == 403 and not reply["success"] and not reply["error"], (action, reply)
+            assert reply["log"].startswith("On this course ") and reply["log"].count(". ") == 0, (action, reply)
+            assert "Traceback" not in reply["log"] and str(tmp_path) not in reply["log"]
+        status, reply = post(f"submission/{ASSIGNMENT}/ann/autograde")
+        assert status == 403 and "grade ASSIGNMENT" in reply["log"], reply
+        status, reply = post(f"assignment/{ASSIGNMENT}")  # "Add new assignment..." and the edit button
+        assert status == 403 and "release ASSIGNMENT" in reply["log"], reply
+        status, reply = post(f"assignment/{ASSIGNMENT}/release_feedback")
+        assert status == 200, reply
+        assert reply["log"].startswith(f"1 written answer waits to be graded by hand in {ASSIGNMENT}"), reply

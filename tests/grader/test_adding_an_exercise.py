@@ -93,8 +93,9 @@ def test_following_the_readme_adds_a_checked_and_released_exercise(tmp_path):
     # sync wrote the body from solutions/ and the hidden cell from @graded
     cells = {notebook.grade_id(c): c for c in nbformat.read(repo / NOTEBOOK, as_version=4).cells}
     assert "return grad / (2.0 * self.output)" in cells["a02-sqrt"].source
-    assert cells["a02-sqrt-hidden"].source == ('### BEGIN HIDDEN TESTS\n# judged outside the notebook, by the check '
-                                               '"a02-sqrt" on Sqrt\n### END HIDDEN TESTS')
+    assert cells["a02-sqrt-hidden"].source == ('# More checks of "Sqrt" run when your work is graded: nothing to '
+                                               'write or run here.\n### BEGIN HIDDEN TESTS\n# judged outside the '
+                                               'notebook, by the check "a02-sqrt" on Sqrt\n### END HIDDEN TESTS')
     assert notebook.nbgrader(cells["a02-sqrt-hidden"])["points"] == 2
 
     # check: the solution full, the unanswered notebook 0, the mutant caught, the alternative full

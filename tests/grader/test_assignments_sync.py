@@ -26,7 +26,8 @@ ROOT = REPO
 SOURCE = ROOT / "assignments" / "source"
 # Every assignment with a source notebook and a registry of hidden checks.
 ASSIGNMENTS = sync.assignments()
-HIDDEN = '### BEGIN HIDDEN TESTS\n# judged outside the notebook, by the check "{id}" on {name}\n### END HIDDEN TESTS'
+HIDDEN = ('# More checks of "{title}" run when your work is graded: nothing to write or run here.\n'
+          '### BEGIN HIDDEN TESTS\n# judged outside the notebook, by the check "{id}" on {name}\n### END HIDDEN TESTS')
 
 
 def notebooks() -> list[Path]:
@@ -125,7 +126,7 @@ def test_every_exercise_has_solution_visible_and_hidden_cells(assignment):
             meta = nbgrader(test)
             assert meta["grade"] and meta["locked"] and not meta["solution"], meta
             assert meta["points"] == points, (meta["grade_id"], meta["points"], points)
-        assert hidden.source == HIDDEN.format(id=s.id, name=s.name)
+        assert hidden.source == HIDDEN.format(id=s.id, name=s.name, title=s.title)
         assert "HIDDEN" not in visible.source and "autograder" not in visible.source
     # ... and vice versa: every hidden test cell is a registered exercise.
     hidden_ids = {gid[: -len("-hidden")] for gid in cells if gid.endswith("-hidden")}

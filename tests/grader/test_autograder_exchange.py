@@ -204,7 +204,10 @@ def test_exchange_release_fetch_submit_collect_grade(course, tmp_path, capsys):
 
         # Feedback goes back through the exchange, and the Fetch Feedback button brings it home.
         assert autograder(course, "feedback", ASSIGNMENT, "--exchange", str(exchange)) == 0
-        assert "feedback released to the nbgrader exchange" in capsys.readouterr().out
+        out = capsys.readouterr().out
+        assert "feedback released to the nbgrader exchange" in out
+        # the written answer is not graded yet: the instructor is told, in a sentence naming the assignment
+        assert f"1 written answer waits to be graded by hand in {ASSIGNMENT}: its feedback shows no score" in out
         fetched_feedback = json.loads(lab("POST", "/assignments/fetch_feedback" + query))
         assert fetched_feedback["success"], fetched_feedback
     [page] = (home / ASSIGNMENT / "feedback").glob(f"*/{NOTEBOOK}.html")

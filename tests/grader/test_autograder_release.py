@@ -47,6 +47,10 @@ def test_release_is_clean_and_strips_solutions_and_hidden_tests(tmp_path, capsys
     released = (course.release_dir(ASSIGNMENT) / f"{NOTEBOOK}.ipynb").read_text()
     assert "BEGIN SOLUTION" not in released and "HIDDEN TESTS" not in released
     assert 'check("a00-add"' not in released
+    # the kernel's own language_info: JupyterLab has nothing to write into it on opening, so the
+    # student's fresh notebook does not open marked modified
+    from ipykernel.ipkernel import IPythonKernel
+    assert json.loads(released)["metadata"]["language_info"] == IPythonKernel.language_info
     with course.gradebook() as gb:  # generate_assignment recorded the assignment for grading
         assert {nb.name for nb in gb.find_assignment(ASSIGNMENT).notebooks} == {NOTEBOOK}
 

@@ -269,6 +269,66 @@ class Chromium:
         return "; its log ends:\n" + self._log.read().decode(errors="replace")[-2000:]
 
 
+class Tab:
+    """One page in a browser context of its own (its own cookies): a person at their browser."""
+
+    def __init__(self, chromium: Chromium, base: str):
+        self.c, self.base = chromium, base
+        context = chromium._call("Target.createBrowserContext")["browserContextId"]
+        target = chromium._call("Target.createTarget", url="about:blank", browserContextId=context)["targetId"]
+        self.session = chromium._call("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
+        for domain in ("Page", "Runtime", "Network"):
+            chromium._call(f"{domain}.enable", session=self.session)
+
+    def go(self, path: str) -> None:
+        navigation = self.c._call("Page.navigate", session=self.session, url=self.base + path)
+        assert "errorText" not in navigation, f"{path}: {navigation['errorText']}"
+
+    def js(self, expression: str):
+        reply = self.c._call("Runtime.evaluate", session=self.session, expression=expression, awaitPromise=True,
+                             returnByValue=True)
+        if "exceptionDetails" in reply:
+            raise RuntimeError(f"{expression[:80]}: {reply['exceptionDetails'].get('text')}")
+        return reply["result"].get("value")
+
+    def until(self, expression: str, what: str, timeout: float = 120):
+        """The expression's value once it is truthy in the page (which may still be loading)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                value = self.js(f"document.readyState === 'complete' && !!({expression})")
+            except RuntimeError:  # the page changed under the evaluation (a redirect, a click)
+                value = None
+            if value:
+                return value
+            time.sleep(0.2)
+        raise AssertionError(f"{what}: not there after {timeout:.0f} s (at {self.js('location.href')})")
+
+    def click(self, selector: str, what: str) -> None:
+        self.until(f"document.querySelector({json.dumps(selector)})", what)
+        self.js(f"document.querySelector({json.dumps(selector)}).click()")
+
+    def log_in(self, user: str, password: str) -> None:
+        """The hub's login form, filled in and sent."""
+        self.go("/hub/login?next=%2Fhub%2Fhome")
+        self.until("document.querySelector('#username_input')", "the login form")
+        self.js(f"document.querySelector('#username_input').value = {json.dumps(user)};"
+                f"document.querySelector('#password_input').value = {json.dumps(password)};"
+                "document.querySelector('#login_submit').click()")
+        self.until("!location.pathname.startsWith('/hub/login')", f"{user} logged in")
+
+    def requests(self) -> list[str]:
+        return [e["params"]["request"]["url"] for e in self.c._events
+                if e.get("sessionId") == self.session and e["method"] == "Network.requestWillBeSent"]
+
+    def screenshot(self, path: Path) -> None:
+        """What the person sees now, as a PNG (a test's artefact)."""
+        png = self.c._call("Page.captureScreenshot", session=self.session, format="png")["data"]
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(base64.b64decode(png))
+
+
+
 def _errors(events: list[dict]) -> list[str]:
     errors = []
     for event in events:

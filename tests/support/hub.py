@@ -34,6 +34,21 @@ PREFIX = Path(os.environ.get("AUTOGRAD_HUB_PREFIX", "/opt/autograd-hub"))
 GRADER = PREFIX / "grader" / "bin" / "autograder"  # the grader as deploy/hub.py installs it for the instructors
 
 
+# What the instructor's formgrader table shows: the visible headers and whether "Add new assignment..."
+# and the course's note are on screen.
+FORMGRADER_TABLE = """(async () => {
+    for (let i = 0; i < 300 && !document.querySelector('tbody tr td.name a'); i++) {
+        await new Promise(r => setTimeout(r, 100));
+    }
+    const visible = el => !!el && el.getClientRects().length > 0 && getComputedStyle(el).visibility !== 'hidden';
+    const headers = [...document.querySelectorAll('table.table thead th')].filter(visible);
+    return {headers: headers.map(th => th.innerText.trim()),
+            cells: [...document.querySelectorAll('tbody tr:first-child td')].filter(visible).length,
+            add: [...document.querySelectorAll('a')].some(a => visible(a) && /Add new assignment/.test(a.innerText)),
+            note: (document.querySelector('#autograd-course-note') || {}).innerText || ''};
+})()"""
+
+
 def as_user(user: str, *command: str | Path, **kwargs) -> subprocess.CompletedProcess:
     """A command run by ``user`` as from their terminal on the hub (their home, their groups)."""
     home = os.path.expanduser(f"~{user}")
@@ -42,11 +57,11 @@ def as_user(user: str, *command: str | Path, **kwargs) -> subprocess.CompletedPr
 
 
 def free_port() -> int:
-    """A port whose neighbours (+1 the proxy's API, +81 the hub's) are free too."""
+    """A port whose neighbours (+1 the proxy's API, +81 the hub's, +82 the book's) are free too."""
     for _ in range(50):
         port = 20000 + secrets.randbelow(20000)
         taken = False
-        for p in (port, port + 1, port + 81):
+        for p in (port, port + 1, port + 81, port + 82):
             with socket.socket() as s:
                 taken = taken or s.connect_ex(("127.0.0.1", p)) == 0
         if not taken:

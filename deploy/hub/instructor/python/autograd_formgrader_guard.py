@@ -31,6 +31,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import html
+import json
 import os
 import re
 import secrets
@@ -38,10 +39,12 @@ from pathlib import Path
 
 from tornado.web import OutputTransform, StaticFileHandler
 
-try:  # on the hub: the copy beside this file
+try:  # on the hub: the copies beside this file
     from autograd_safe_html import SanitizingHTMLExporter
+    from autograd_written import waiting, warning
 except ImportError:  # from the repository (its tests)
     from autograder.course.safe_html import SanitizingHTMLExporter
+    from autograder.course.written import waiting, warning
 
 # nbgrader's formgrade template shows and hides the student's name with these inline handlers.
 FORMGRADER_HANDLERS = ("toggle_name(true);", "toggle_name(false);")
@@ -162,6 +165,84 @@ def _guarded_exporter(handler) -> GuardedExporter:
     return settings["autograd_guarded_exporter"]
 
 
+# -- Only what the course supports (issue 39) --
+# The formgrader's other buttons run nbgrader's own steps, which the course replaces by its commands
+# in the instructor's terminal (deploy/README.md): each is hidden, and its API refused in one sentence.
+RELEASE = ('On this course an assignment is released from your terminal: autograder --course ~/course release '
+           'ASSIGNMENT --exchange "$AUTOGRAD_EXCHANGE" (it checks the student version for solutions first).')
+REFUSED = {
+    "AssignHandler": RELEASE, "ReleaseHandler": RELEASE, "UnReleaseHandler": RELEASE, "AssignmentHandler": RELEASE,
+    "CollectHandler": "On this course submissions are collected from your terminal: autograder --course ~/course "
+                      'collect ASSIGNMENT --exchange "$AUTOGRAD_EXCHANGE" (it reads the exchange safely).',
+    "AutogradeHandler": "On this course submissions are graded from your terminal: autograder --course ~/course "
+                        "grade ASSIGNMENT (each in a sandbox; the formgrader would run the students' code as you).",
+    "GenerateAllFeedbackHandler": "On this course feedback is made from your terminal: autograder --course ~/course "
+                                  'feedback ASSIGNMENT --exchange "$AUTOGRAD_EXCHANGE" (without the hidden tests).',
+}
+REFUSED["GenerateFeedbackHandler"] = REFUSED["GenerateAllFeedbackHandler"]
+# The columns of the buttons above (nbgrader 0.9's tables), hidden; the instructions that describe them too.
+HIDDEN_COLUMNS = {"manage_assignments.tpl": (4, 5, 7, 8, 10), "manage_submissions.tpl": (6, 7)}
+NOTE = ('<p class="alert alert-info" id="autograd-course-note">Releasing, collecting, grading and making feedback '
+        "are the course's commands, typed in your JupyterLab terminal (deploy/README.md). Here: each assignment's "
+        "submissions, the written answers to grade by hand (Manage Students) and Release Feedback.</p>")
+
+
+def refuse(sentence: str):
+    """A handler method that answers the formgrader's request with ``sentence`` (its modals show an
+    answer's log: no traceback, no path) and does nothing."""
+    def refused(self, *args, **kwargs):
+        self.set_status(403)
+        self.set_header("Content-Type", "application/json")
+        self.finish(json.dumps({"success": False, "error": "", "log": sentence, "message": sentence}))
+    return refused
+
+
+def supported_only(name: str, page: str) -> str:
+    """A formgrader page without the columns of the refused buttons, its "Add new assignment..." row
+    and its instructions about them; a note says where those steps are."""
+    columns = HIDDEN_COLUMNS.get(name)
+    if columns is None:
+        return page
+    hide = ", ".join(f"table.table tr > :nth-child({n})" for n in columns)
+    style = f"<style>{hide}, table.table tfoot, #accordion {{ display: none; }}</style>"
+    page = re.sub(r"</head\s*>", lambda m: style + m.group(0), page, count=1, flags=re.I)
+    return page.replace('<div class="panel-group" id="accordion"', NOTE + '<div class="panel-group" id="accordion"', 1)
+
+
+def release_feedback_warned(original):
+    """nbgrader's Release Feedback, then, if answers of the assignment still wait to be graded by
+    hand, the sentence that says how many (shown in the formgrader's success modal, as its log)."""
+    def release(self, assignment_id, *student):
+        result = original(self, assignment_id, *student)  # writes nbgrader's reply: replaced below
+        try:
+            reply = json.loads(b"".join(self._write_buffer))
+        except ValueError:  # refused before releasing (not logged in, no XSRF token): that answer stands
+            return result
+        self.gradebook.db.expire_all()  # grades written meanwhile by the instructor's commands
+        count = waiting(self.gradebook, assignment_id, set(student) or None)
+        if count:
+            reply["log"] = warning(assignment_id, count)
+        self._write_buffer.clear()
+        self.write(json.dumps(reply))
+        return result
+    return release
+
+
+def _only_what_the_course_supports() -> None:
+    from nbgrader.server_extensions.formgrader import apihandlers, base
+
+    for name, sentence in REFUSED.items():
+        handler = getattr(apihandlers, name)
+        for method in ("post", "put"):
+            if method in vars(handler):
+                setattr(handler, method, refuse(sentence))
+    for name in ("ReleaseAllFeedbackHandler", "ReleaseFeedbackHandler"):
+        handler = getattr(apihandlers, name)
+        handler.post = release_feedback_warned(handler.post)
+    render = base.BaseHandler.render
+    base.BaseHandler.render = lambda self, name, **ns: supported_only(name, render(self, name, **ns))
+
+
 def _jupyter_server_extension_points():
     return [{"module": "autograd_formgrader_guard"}]
 
@@ -170,6 +251,7 @@ def _load_jupyter_server_extension(serverapp) -> None:
     from nbgrader.server_extensions.formgrader import base
 
     base.BaseHandler.exporter = property(_guarded_exporter)  # whichever extension loads first
+    _only_what_the_course_supports()
     serverapp.web_app.transforms.insert(0, GuardPages)  # before any compression of the body
     # the macro loads mathjax/tex-chtml.js relative to the page: served beside each submission page
     prefix = serverapp.web_app.settings.get("base_url", "/")
