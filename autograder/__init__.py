@@ -20,7 +20,8 @@ Who runs what, a folder each:
   run's time limits and its stop on Ctrl-C);
 * ``analytics/``: what ``report`` shows the instructor (statistics, the judge's messages grouped
   by bug, code similarity, the page and its data), from the gradebook and the ledger;
-* ``course/``: the course model (``Course``: folders and gradebook; ``notebook``: cells, their
+* ``course/``: the course model (``Course``: folders and gradebook; ``catalogue``: every
+  exercise's spec and check, found by id, and its ``title``; ``notebook``: cells, their
   nbgrader metadata, solution and hidden-test regions, the judge's message on a test cell;
   ``regions``, ``codelines``: code lines as the release scan and the judge compare them,
   ``students``: student ids, ``nbgrader_glue``, ``lms``);
@@ -28,8 +29,8 @@ Who runs what, a folder each:
   one student, ``submission``: a whole submission, ``restore``: its structure from the source
   notebook, ``judge``: one exercise, ``context``: the exercise being judged, ``session``: the
   sandbox, its channel and the proxies, ``sealed``: the other exercises' references, ``scrub``:
-  what a message may not quote, ``catalogue``: every exercise's spec and check, found by id,
-  ``checks``: what checks are built from);
+  what a message may not quote, ``checks``: what checks are built from, the judge's failure type
+  included);
 * ``exercises/`` and ``mutants/``: the catalogue of checks (one module per assignment) and of
   mutants and alternatives;
 * ``sandbox/``: inside the sandbox, beside student code (standard library and NumPy only);

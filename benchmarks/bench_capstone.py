@@ -58,7 +58,7 @@ def _cpu() -> float:
 
 def worker(rounds: int) -> None:
     """Judge the model answers `rounds` times (unsafe: CPU) and once in the real sandbox (wall)."""
-    from autograder.judge import catalogue
+    from autograder.course import catalogue
     from autograder.judge.bubblewrap import Sandbox
     from autograder.judge.judge import code_cells, judge
     earlier = [(a, _cells(a)) for a in sorted(p.name for p in SOURCE.iterdir() if p.name < "a06")]

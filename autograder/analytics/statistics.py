@@ -11,6 +11,7 @@ from autograder.analytics import misconceptions
 from autograder.analytics.gradebook import Row, written
 from autograder.analytics.misconceptions import NOT_ANSWERED, NOT_HANDED_IN, Group
 from autograder.course import notebook as nbfile
+from autograder.course.catalogue import title
 
 
 @dataclass
@@ -34,14 +35,6 @@ class ExerciseStats:
     @property
     def failing(self) -> int:
         return self.graded - self.full
-
-
-def title(exercise: str) -> str:
-    try:
-        from autograder.judge import catalogue
-        return catalogue.exercise(exercise).title or exercise
-    except LookupError:
-        return exercise
 
 
 def exercises(cells: list[tuple[str, str, float]]) -> dict[str, tuple[float, list[str]]]:

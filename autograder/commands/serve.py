@@ -499,7 +499,7 @@ def submission_note(stamp: str, due: datetime | None) -> str:
 
 def score_page(course: Course, assignment: str, student: str, notebook_name: str, note: str) -> str:
     """The page of the ``score`` policy: the visible tests' results and the score, nothing of a hidden test."""
-    from autograder.analytics.statistics import title
+    from autograder.course.catalogue import title
 
     source = notebook.read(course.source_dir(assignment) / f"{notebook_name}.ipynb")
     visible = [notebook.grade_id(c) for c in source.cells

@@ -2,7 +2,8 @@
 
 Every command goes through :class:`Course`, so that the course root, the gradebook URL and the
 ``nbgrader_config.py`` of the course are read in one place and handed to nbgrader's own API.
-The package's modules: ``notebook`` (cells, their nbgrader metadata, solution and hidden-test
+The package's modules: ``catalogue`` (every exercise: its spec, its check and its title, declared
+with ``@graded`` in ``autograder/exercises/``), ``notebook`` (cells, their nbgrader metadata, solution and hidden-test
 regions, the judge's message on a test cell), ``regions`` (an exercise's body in ``solutions/``
 and in a notebook cell), ``codelines`` (code as the leak scan and the scrub compare it),
 ``students`` (what an id may be, and names as a terminal shows them), ``nbgrader_glue`` (what we

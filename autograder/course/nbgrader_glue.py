@@ -49,6 +49,7 @@ from sqlalchemy.orm import joinedload, scoped_session, sessionmaker, undefer
 from traitlets.config import Config
 
 from autograder.course import notebook
+from autograder.course.catalogue import title
 from autograder.course.spans import span_text
 
 TEMPLATES = Path(__file__).resolve().parents[1] / "templates"
@@ -257,12 +258,12 @@ class GetGradesByExercise(GetGrades):
                 continue
             grade_id, score, points = meta["grade_id"], float(meta.get("score") or 0), float(meta.get("points") or 0)
             if meta.get("solution"):  # an answer graded by hand
-                entries[grade_id] = {"id": grade_id, "title": _title(notebook.exercise_of(grade_id)) + " (written)",
+                entries[grade_id] = {"id": grade_id, "title": title(notebook.exercise_of(grade_id)) + " (written)",
                                      "anchor": grade_id, "score": score, "points": points, "written": True,
                                      "pending": bool(meta.get("needs_manual_grade")), "message": ""}
                 continue
             exercise = notebook.exercise_of(grade_id)
-            entry = entries.setdefault(exercise, {"id": exercise, "title": _title(exercise), "anchor": grade_id,
+            entry = entries.setdefault(exercise, {"id": exercise, "title": title(exercise), "anchor": grade_id,
                                                   "score": 0.0, "points": 0.0, "written": False,
                                                   "pending": False, "message": ""})
             entry["score"] += score
@@ -286,15 +287,6 @@ def _late_text(submission) -> str:
     own = " (yours, with your extension)" if submission.extension else ""
     return (f"Handed in {span_text(submission.total_seconds_late)} after the due date{own}, "
             f"{submission.duedate:%Y-%m-%d %H:%M} UTC.")
-
-
-def _title(exercise: str) -> str:
-    """The exercise's title as its check declares it, else its id."""
-    try:
-        from autograder.judge import catalogue
-        return catalogue.exercise(exercise).title or exercise
-    except LookupError:
-        return exercise
 
 
 def configure_feedback(config: Config) -> Config:

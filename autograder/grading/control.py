@@ -61,7 +61,7 @@ def wall_limit(course: Course, assignment: str, limits: Limits) -> float:
     notebooks = course.notebooks(assignment)
     if limits.notebook_timeout is not None:
         return limits.notebook_timeout * max(1, len(notebooks))
-    from autograder.judge import catalogue
+    from autograder.course import catalogue
     from autograder.judge.submission import judged_exercises
     total = 0.0
     for name in notebooks:

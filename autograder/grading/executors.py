@@ -371,7 +371,7 @@ class DaskExecutor:
 
     def _earlier_assignments(self) -> list[str]:
         """The assignments whose notebooks a whole-engine exercise reads (the capstone's engine)."""
-        from autograder.judge import catalogue
+        from autograder.course import catalogue
         from autograder.judge.submission import judged_exercises
         whole = any(getattr(catalogue.declared(e), "whole_engine", False)
                     for name in self.notebooks

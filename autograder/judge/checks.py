@@ -30,17 +30,20 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 # A catalogue module imports what it needs from here alone, these re-exports included: declaring
-# (graded), failing (GradingFailure), reaching the sandbox (current, student_module, Proxy) and its
-# own spec (judged).
-from autograder.judge.catalogue import GradingFailure as GradingFailure
-from autograder.judge.catalogue import Spec as Spec
-from autograder.judge.catalogue import graded as graded
+# (graded), reaching the sandbox (current, student_module, Proxy) and its own spec (judged); failing
+# (GradingFailure) is the judge's own, defined below.
+from autograder.course.catalogue import Spec as Spec
+from autograder.course.catalogue import graded as graded
 from autograder.judge.context import current as current
 from autograder.judge.context import judged as judged
 from autograder.judge.context import student_module as student_module
 from autograder.judge.proxy import Proxy as Proxy
 from autograder.judge.proxy import StudentError as StudentError
 from autograder.judge.session import SandboxTimeout as SandboxTimeout
+
+
+class GradingFailure(Exception):
+    """Raised by a check: the message is shown to the student as feedback."""
 
 
 def student_engine():

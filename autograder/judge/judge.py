@@ -29,11 +29,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from autograder import kit
-from autograder.course import notebook
-from autograder.judge import catalogue
+from autograder.course import catalogue, notebook
+from autograder.course.catalogue import Spec
 from autograder.judge.bubblewrap import Sandbox
-from autograder.judge.catalogue import GradingFailure, Spec
-from autograder.judge.checks import first_line, prepare
+from autograder.judge.checks import GradingFailure, first_line, prepare
 from autograder.judge.context import judging
 from autograder.judge.proxy import StudentError
 from autograder.judge.scrub import scrub

@@ -23,8 +23,7 @@ from pathlib import Path
 
 import nbformat
 
-from autograder.course import notebook
-from autograder.judge import catalogue
+from autograder.course import catalogue, notebook
 from autograder.judge.bubblewrap import Sandbox
 from autograder.judge.judge import HungCells, Verdict, code_cells, judge
 from autograder.judge.restore import restore

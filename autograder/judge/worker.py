@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 
 import autograder.judge.submission as submission
-from autograder.judge import catalogue
+from autograder.course import catalogue
 from autograder.judge.bubblewrap import Sandbox, SandboxLimits
 
 PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>

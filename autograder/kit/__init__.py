@@ -32,8 +32,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from autograder.course import REPO_ROOT
-from autograder.judge import catalogue
-from autograder.judge.catalogue import Spec
+from autograder.course import catalogue
+from autograder.course.catalogue import Spec
 from autograder.course.regions import Body, locate
 
 SOLUTIONS = REPO_ROOT / "solutions"

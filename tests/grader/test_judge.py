@@ -10,7 +10,7 @@ import inspect
 import pytest
 
 from autograder import kit
-from autograder.judge import catalogue
+from autograder.course import catalogue
 from autograder.judge.bubblewrap import Sandbox
 from autograder.judge.judge import code_cells, judge, transform
 
@@ -65,7 +65,7 @@ def test_the_reference_of_the_judged_exercise_is_not_in_the_sandbox():
 @pytest.mark.parametrize("attack", [
     "raise SystemExit",
     "import os\nos._exit(0)",
-    "import autograder.judge.catalogue\nautograder.judge.catalogue.graded = lambda *a: None",
+    "import autograder.course.catalogue\nautograder.course.catalogue.graded = lambda *a: None",
     "import builtins\nbuiltins.isinstance = lambda *a: True",
 ])
 def test_attacks_in_a_cell_do_not_pass(attack):

@@ -21,7 +21,7 @@ from nbclient import NotebookClient
 
 import solutions
 from autograder.authoring import sync
-from autograder.judge import catalogue
+from autograder.course import catalogue
 from autograder.kit import body_lines, build_kit, leaks
 
 from support import REPO

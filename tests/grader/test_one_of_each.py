@@ -1,4 +1,5 @@
-"""The grader's middle has one of each: one catalogue of exercises, one notebook model, one swap.
+"""The grader's middle has one of each: one catalogue of exercises (and one title of an exercise),
+one notebook model, one swap.
 
 Each was once implemented two to five times (issue 22). A second implementation creeping back is
 found here by what it would have to contain: the catalogue's dict and decorator, the nbgrader
@@ -31,8 +32,9 @@ def offenders(pattern: str, allowed: set[Path], exclude: set[Path] = frozenset()
 
 
 def test_one_catalogue_of_exercises():
-    catalogue = PACKAGE / "judge" / "catalogue.py"
+    catalogue = PACKAGE / "course" / "catalogue.py"
     assert not offenders(r"\ndef graded\(", {catalogue})
+    assert not offenders(r"\ndef _?title\(\s*exercise", {catalogue})  # what an exercise is called: one title()
     assert not offenders(r"\ndef (exercise|declared|by_id|spec_of|spec_by_id|find)\(\s*exercise_id", {catalogue})
     assert not offenders(r"^_\w+: dict\[str, (Spec|Exercise)\]", {catalogue})
     assert not (PACKAGE / "spec.py").exists() and not (PACKAGE / "judge" / "registry.py").exists()

@@ -9,8 +9,7 @@ import json
 
 import nbformat
 
-from autograder.course import notebook
-from autograder.judge import catalogue
+from autograder.course import catalogue, notebook
 from autograder.judge.bubblewrap import Sandbox
 from autograder.judge.judge import Verdict, code_cells, judge
 
