@@ -39,9 +39,11 @@ Who runs what, a folder each:
   code and import nothing of the grader;
 * ``authoring/``: for whoever writes the course (``sync``, ``selfcheck`` = ``autograder check``).
 
-``judge/``, ``course/``, ``grading/``, ``sandbox/`` and ``kit/`` never import ``commands/``,
-``authoring/`` or ``cli.py``, and no module comes back to itself through its imports
-(``tests/grader/test_grader_layers.py``): what the commands share with what runs beneath them lives beneath.
+The folders stand on floors, the ground first: ``course/`` and ``sandbox/``; ``kit/``; ``judge/``;
+``exercises/``, ``mutants/`` and ``grading/``; ``analytics/``; ``commands/``; ``authoring/``; ``cli.py``.
+No module imports a later floor, and none comes back to itself through its imports
+(``tests/grader/test_grader_layers.py``, which a new folder must join): what two floors share lives
+on the lower.
 
 
 Conventions for assignment writers (the files of an assignment, exercise ids, the nbgrader cells
