@@ -54,7 +54,7 @@ def exercise_stats(rows: list[Row], cells: list[tuple[str, str, float]]) -> list
     graded = [r for r in rows if r.score is not None]
     for exercise, (points, ids) in exercises(cells).items():
         entry = ExerciseStats(exercise, title(exercise), points)
-        failures: dict[str, str] = {}
+        failures: dict[str, dict] = {}
         for row in graded:
             scores = [row.cells.get(gid) for gid in ids]
             if any(s is None for s in scores):
@@ -69,12 +69,11 @@ def exercise_stats(rows: list[Row], cells: list[tuple[str, str, float]]) -> list
                 entry.partial += 1
             else:
                 entry.zero += 1
-            answered = verdict is not None and (verdict["passed"]
-                                                or misconceptions.kind_of(verdict["message"]) != NOT_ANSWERED)
+            answered = verdict is not None and (verdict["passed"] or misconceptions.kind_of(verdict) != NOT_ANSWERED)
             entry.answered += answered
             entry.late += answered and row.seconds_late > 0
             if score < points:
-                failures[row.student] = verdict["message"] if verdict and not verdict["passed"] else NOT_HANDED_IN
+                failures[row.student] = verdict if verdict and not verdict["passed"] else {"kind": NOT_HANDED_IN}
         entry.groups = misconceptions.group(exercise, failures)
         stats.append(entry)
     return stats

@@ -40,10 +40,22 @@ from autograder.judge.context import student_module as student_module
 from autograder.judge.proxy import Proxy as Proxy
 from autograder.judge.proxy import StudentError as StudentError
 from autograder.judge.session import SandboxTimeout as SandboxTimeout
+from autograder.judge.verdict import CRASH, WRONG
 
 
 class GradingFailure(Exception):
-    """Raised by a check: the message is shown to the student as feedback."""
+    """Raised by a check: the message is shown to the student as feedback, and ``kind`` is the
+    verdict's (:mod:`autograder.judge.verdict`): a diagnosis of a wrong answer unless said otherwise."""
+
+    def __init__(self, message: str, kind: str = WRONG) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+def raised(error: StudentError) -> str:
+    """The kind of a verdict on an answer that raised: wrong when the message can quote the line of
+    the student's that raised (a bug of that code), a crash when there is none to show."""
+    return WRONG if error.where else CRASH
 
 
 def student_engine():
@@ -80,7 +92,7 @@ def run(what: str, fn: Callable, *args: Any, hint: Callable[[BaseException], str
     except StudentError as error:
         extra = hint(error) if hint else None
         message = f"{what}: your code raised {error.remote_type}: {first_line(error, 200)}{error.where}"
-        raise GradingFailure(message + (f". {extra}" if extra else "")) from None
+        raise GradingFailure(message + (f". {extra}" if extra else ""), raised(error)) from None
 
 
 def recorded_calls(function: Callable, thunk: Callable[[], Any]) -> list[tuple[tuple, dict, Any]]:

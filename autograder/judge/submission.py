@@ -25,8 +25,9 @@ import nbformat
 
 from autograder.course import catalogue, notebook
 from autograder.judge.bubblewrap import Sandbox
-from autograder.judge.judge import HungCells, Verdict, code_cells, judge
+from autograder.judge.judge import HungCells, code_cells, judge
 from autograder.judge.restore import restore
+from autograder.judge.verdict import UNREADABLE, Verdict
 
 
 def judged_exercises(cells) -> list[str]:
@@ -157,7 +158,8 @@ def grade_submission(source: Path, submitted: Path, out: Path, *, sandbox: Sandb
         skipped = SkippedCells()
         for exercise in judged_exercises(restored.cells):
             if template_path.stem in result["unreadable"]:
-                verdicts[exercise] = Verdict(exercise, False, result["unreadable"][template_path.stem])
+                verdicts[exercise] = Verdict(exercise, False, result["unreadable"][template_path.stem],
+                                             kind=UNREADABLE)
             else:
                 # an exercise no catalogue module declares: judge() says so in the verdict
                 the_spec = catalogue.declared(exercise)
