@@ -15,12 +15,14 @@ Who runs what, a folder each:
 
 * ``cli.py`` and ``commands/``: the instructor's commands, in the grader's own process
   (``release``, ``collect``, ``grade``, ``feedback``, ``report``, ``demo``);
-* ``grading/``: what ``grade`` runs beneath it (``executors``: this machine or a Dask cluster,
+* ``grading/``: what ``grade`` runs beneath it (``run``: the run's lock, the students it grades
+  and its loop, ``executors``: this machine or a Dask cluster,
   ``workers``: one per student, ``record``: the ledger and the gradebook writes, ``control``: the
   run's time limits and its stop on Ctrl-C);
 * ``analytics/``: what ``report`` shows the instructor (statistics, the judge's messages grouped
   by bug, code similarity, the page and its data), from the gradebook and the ledger;
-* ``course/``: the course model (``Course``: folders and gradebook; ``catalogue``: every
+* ``course/``: the course model (``directory``: ``Course``, its folders and gradebook, through
+  nbgrader's API; ``catalogue``: every
   exercise's spec and check, found by id, and its ``title``; ``notebook``: cells, their
   nbgrader metadata, solution and hidden-test regions, the judge's message on a test cell;
   ``regions``, ``codelines``: code lines as the release scan and the judge compare them,

@@ -38,7 +38,8 @@ sys.path[:0] = [str(REPO), str(REPO / "tests")]
 from autograder import cli  # noqa: E402
 from autograder.analytics import page, similarity  # noqa: E402
 from autograder.commands.report import report  # noqa: E402
-from autograder.course import Course, notebook  # noqa: E402
+from autograder.course import notebook  # noqa: E402
+from autograder.course.directory import Course  # noqa: E402
 from autograder.mutants import load_mutants  # noqa: E402
 
 from support.classes import (  # noqa: E402

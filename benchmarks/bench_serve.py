@@ -40,7 +40,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from autograder.commands.serve import Service, State  # noqa: E402
-from autograder.course import Course  # noqa: E402
+from autograder.course.directory import Course  # noqa: E402
 from autograder.course.exchange import feedback_name  # noqa: E402
 
 

@@ -12,8 +12,9 @@ from dataclasses import dataclass, field
 
 from nbgrader.api import MissingEntry
 
-from autograder.course import Course, CourseError
+from autograder.course import CourseError
 from autograder.course import notebook as nbfile
+from autograder.course.directory import Course
 from autograder.grading.record import Ledger
 
 

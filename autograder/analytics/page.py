@@ -24,8 +24,9 @@ from pathlib import Path
 from autograder.analytics import plots, similarity
 from autograder.analytics.gradebook import Row, course_scores
 from autograder.analytics.statistics import ExerciseStats, exercise_stats
-from autograder.course import Course, safe_csv
 from autograder.course import notebook as nbfile
+from autograder.course import safe_csv
+from autograder.course.directory import Course
 from autograder.course.files import replacing
 
 PAGE = "class_report.html"

@@ -52,7 +52,8 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from autograder.course import Course, CourseError, notebook
+from autograder.course import CourseError, notebook
+from autograder.course.directory import Course
 from autograder.course.exchange import SECRET, SECRET_FILE, parse_name, release_feedback
 from autograder.course.files import write_file
 from autograder.course.students import printable

@@ -71,7 +71,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, fields
 from pathlib import Path, PurePosixPath
 
-from autograder.course import Course, CourseError, safe_csv
+from autograder.course import CourseError, safe_csv
+from autograder.course.directory import Course
 from autograder.course.students import check_student_id, printable
 
 ROSTER_COLUMNS = ("id", "first_name", "last_name", "email", "canvas_id", "moodle_id", "sis_id", "sis_login_id")

@@ -12,7 +12,8 @@ import signal
 import threading
 from typing import Any
 
-from autograder.course import Course, notebook
+from autograder.course import notebook
+from autograder.course.directory import Course
 from autograder.grading.workers import Limits
 
 

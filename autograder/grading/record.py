@@ -24,7 +24,7 @@ from pathlib import Path
 from nbgrader.api import Gradebook, MissingEntry
 from sqlalchemy.exc import SAWarning
 
-from autograder.course import Course
+from autograder.course.directory import Course
 from autograder.course.nbgrader_glue import one_transaction, record_grades
 from autograder.course.term import settle
 from autograder.grading.workers import Finished

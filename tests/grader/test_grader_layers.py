@@ -10,6 +10,8 @@ import made late.
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from functools import cache
 from pathlib import Path
 
@@ -172,3 +174,16 @@ def test_the_floor_test_fails_when_a_lower_floor_imports_a_higher_one(tmp_path):
 
 def test_no_module_comes_back_to_itself_through_its_imports():
     assert circles(graph()) == []
+
+
+def test_the_course_data_and_the_judge_import_none_of_nbgraders_applications():
+    """The trusted worker reads the course's data (the catalogue) and judges: nbgrader's applications
+    (imported with the course directory, on the instructor's side) are not loaded into it."""
+    code = ("import sys, autograder.course.catalogue, autograder.judge.worker\n"
+            "print(sorted(m for m in sys.modules if m.startswith('nbgrader.apps')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+    # the test sees what it should: the course directory does load them
+    code = code.replace("autograder.judge.worker", "autograder.course.directory")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert "'nbgrader.apps'" in out

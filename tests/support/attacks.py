@@ -8,7 +8,7 @@ import json
 import os
 from pathlib import Path
 
-from autograder.course import Course
+from autograder.course.directory import Course
 from autograder.course.notebook import exercise_of
 from autograder.judge.bubblewrap import UID_BASE
 

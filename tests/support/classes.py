@@ -21,7 +21,8 @@ import shutil
 import nbformat
 
 from autograder.authoring.selfcheck import apply_mutant
-from autograder.course import Course, notebook
+from autograder.course import notebook
+from autograder.course.directory import Course
 from autograder.mutants import Mutant, load_alternatives
 
 from support import REPO
