@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import os
 import shutil
 import warnings
 from dataclasses import dataclass, field
@@ -25,6 +24,7 @@ from nbgrader.api import Gradebook, MissingEntry
 from sqlalchemy.exc import SAWarning
 
 from autograder.course.directory import Course
+from autograder.course.files import write_file
 from autograder.course.nbgrader_glue import one_transaction, record_grades
 from autograder.course.term import settle
 from autograder.grading.workers import Finished
@@ -80,10 +80,7 @@ class Ledger:
 
     @staticmethod
     def _write(path: Path, data: dict) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(data, indent=1))
-        os.replace(tmp, path)  # atomic: a marker is either absent or complete
+        write_file(path, json.dumps(data, indent=1))  # atomic: a marker is either absent or complete
 
     def marker(self, student: str) -> dict | None:
         path = self.graded_dir / f"{student}.json"

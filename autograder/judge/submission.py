@@ -16,7 +16,6 @@ decided here, from plain data.
 from __future__ import annotations
 
 import json
-import os
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -24,6 +23,7 @@ from pathlib import Path
 import nbformat
 
 from autograder.course import catalogue, notebook
+from autograder.course.files import write_file
 from autograder.judge.bubblewrap import Sandbox
 from autograder.judge.judge import HungCells, code_cells, judge
 from autograder.judge.restore import restore
@@ -176,6 +176,4 @@ def grade_submission(source: Path, submitted: Path, out: Path, *, sandbox: Sandb
 
 
 def write_result(path: Path, result: dict) -> None:
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(result, indent=1))
-    os.replace(tmp, path)
+    write_file(path, json.dumps(result, indent=1))
