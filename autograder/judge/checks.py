@@ -200,8 +200,15 @@ def type_name(obj: Any) -> str:
 def in_sandbox(value: Any) -> Any:
     """A copy of `value` (an array, say) that stays in the sandbox: a proxy. The student's code can
     write into it, and ``np.asarray(proxy)`` reads it back; a value passed as it is would be copied
-    over for each call, so an in-place change there would never be seen here."""
-    return student_engine_session().request("ref", value)
+    over for each call, so an in-place change there would never be seen here. None (an optional
+    argument left out) stays None."""
+    return None if value is None else student_engine_session().request("ref", value)
+
+
+def student_rng(seed: int) -> Any:
+    """``np.random.default_rng(seed)``, made in the sandbox (a Generator does not cross): for an
+    answer that takes a generator."""
+    return student_engine_session().module("numpy").random.default_rng(seed)
 
 
 def sandbox_type(obj: Any) -> Any:
