@@ -38,7 +38,6 @@ from typing import Any, Callable
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
 
 SOURCE = REPO / "assignments" / "source"
 EXERCISE = "a06-train-step"

@@ -65,14 +65,13 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+from autograder.commands.grade import grade
+from autograder.commands.release import add_release_files
+from autograder.course.directory import Course
+from autograder.grading.executors import ClusterAccess
+from autograder.grading.workers import Limits
 
-from autograder.commands.grade import grade  # noqa: E402
-from autograder.commands.release import add_release_files  # noqa: E402
-from autograder.course.directory import Course  # noqa: E402
-from autograder.grading.executors import ClusterAccess  # noqa: E402
-from autograder.grading.workers import Limits  # noqa: E402
+REPO = Path(__file__).resolve().parents[1]
 
 TIMESTAMP = "2026-01-01 00:00:00.000000 UTC"
 LOOPBACK = ClusterAccess(single_user_machine=True)  # the bench's cluster: 127.0.0.1, for this run alone

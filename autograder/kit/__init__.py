@@ -31,8 +31,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
 
-from autograder.course import REPO_ROOT
-from autograder.course import catalogue
+from autograder.course import REPO_ROOT, catalogue
 from autograder.course.catalogue import Spec
 from autograder.course.regions import Body, locate
 
