@@ -14,7 +14,8 @@ from collections.abc import Sequence
 from autograder import kit
 from autograder.analytics import THRESHOLD
 from autograder.authoring import sync
-from autograder.course import DEFAULT_COURSE, DEFAULT_SOLUTIONS, Course, CourseError, written
+from autograder.course import DEFAULT_COURSE, DEFAULT_SOLUTIONS, CourseError, written
+from autograder.course.directory import Course
 from autograder.course.owner import OwnerError, act_as_owner, controllers, without_course
 from autograder.course.students import printable
 

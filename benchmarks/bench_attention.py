@@ -27,16 +27,12 @@ from __future__ import annotations
 import argparse
 import math
 import platform
-import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+import fair
+import numpy as np
+from fair import torch
 
-import fair  # noqa: E402
-import numpy as np  # noqa: E402
-from fair import torch  # noqa: E402
-
-from solutions import Tensor, nn, ops  # noqa: E402
+from solutions import Tensor, nn, ops
 
 # (N, T, E, H): the sorting model's block first, then wider and longer ones
 SHAPES = [(64, 16, 64, 4), (32, 64, 128, 4), (8, 128, 256, 8)]

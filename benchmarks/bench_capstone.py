@@ -38,7 +38,6 @@ from typing import Any, Callable
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
 
 SOURCE = REPO / "assignments" / "source"
 EXERCISE = "a06-train-step"
@@ -58,7 +57,7 @@ def _cpu() -> float:
 
 def worker(rounds: int) -> None:
     """Judge the model answers `rounds` times (unsafe: CPU) and once in the real sandbox (wall)."""
-    from autograder.judge import catalogue
+    from autograder.course import catalogue
     from autograder.judge.bubblewrap import Sandbox
     from autograder.judge.judge import code_cells, judge
     earlier = [(a, _cells(a)) for a in sorted(p.name for p in SOURCE.iterdir() if p.name < "a06")]

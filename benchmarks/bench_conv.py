@@ -20,16 +20,12 @@ from __future__ import annotations
 import argparse
 import math
 import platform
-import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+import fair
+import numpy as np
+from fair import torch
 
-import fair  # noqa: E402
-import numpy as np  # noqa: E402
-from fair import torch  # noqa: E402
-
-from solutions import Tensor, conv2d, max_pool2d, no_grad  # noqa: E402
+from solutions import Tensor, conv2d, max_pool2d, no_grad
 
 # (N, C, H, W), (K, KH, KW), stride, padding, dilation
 SHAPES = [

@@ -29,12 +29,11 @@ import sys
 import time
 from pathlib import Path
 
+from autograder.commands.feedback import SafeHTMLExporter
+from autograder.course import notebook
+
 REPO = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(REPO), str(REPO / "tests")]
-
-from autograder.commands.feedback import SafeHTMLExporter  # noqa: E402
-from autograder.course import notebook  # noqa: E402
-
+sys.path.insert(0, str(REPO / "tests"))  # the tests' helpers (tests/support/): not installed
 from support.feedback import NbconvertPage, feedback_page  # noqa: E402
 
 

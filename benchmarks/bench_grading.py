@@ -65,14 +65,13 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+from autograder.commands.grade import grade
+from autograder.commands.release import add_release_files
+from autograder.course.directory import Course
+from autograder.grading.executors import ClusterAccess
+from autograder.grading.workers import Limits
 
-from autograder.commands.grade import grade  # noqa: E402
-from autograder.commands.release import add_release_files  # noqa: E402
-from autograder.course import Course  # noqa: E402
-from autograder.grading.executors import ClusterAccess  # noqa: E402
-from autograder.grading.workers import Limits  # noqa: E402
+REPO = Path(__file__).resolve().parents[1]
 
 TIMESTAMP = "2026-01-01 00:00:00.000000 UTC"
 LOOPBACK = ClusterAccess(single_user_machine=True)  # the bench's cluster: 127.0.0.1, for this run alone
@@ -233,7 +232,7 @@ def compare_dask(source_course: Path, assignment: str, n: int, capstone_seconds:
     neither); then the cluster model from the parts measured in the Dask blocks."""
     import statistics
 
-    import autograder.commands.grade as grading  # GradingRun records each student through grade._record
+    import autograder.grading.run as grading  # GradingRun records each student through its module's _record
     from autograder.grading.executors import pack
     print(f"method: {rounds} round(s); each round one block per path, each block grading n fresh copies from "
           "scratch; blocks not interleaved, their order alternating between rounds (local, Dask; Dask, local; ...); "

@@ -30,18 +30,14 @@ from __future__ import annotations
 import argparse
 import gc
 import platform
-import sys
 import time
-from pathlib import Path
 from typing import Callable
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+import fair
+import numpy as np
+from fair import torch
 
-import fair  # noqa: E402
-import numpy as np  # noqa: E402
-from fair import torch  # noqa: E402
-
-from solutions import Tensor  # noqa: E402
+from solutions import Tensor
 
 Timer = Callable[[], tuple[float, float]]  # one run -> (forward seconds, backward seconds)
 CLOCKS = {"cpu": time.thread_time, "wall": time.perf_counter}

@@ -23,14 +23,14 @@ import time
 import zipfile
 from pathlib import Path
 
+from autograder.commands.collect import collect
+from autograder.commands.feedback import MathBudget
+from autograder.course import CourseError
+from autograder.course.notebook import cut_hidden_regions
+from autograder.course.safe_html import sanitize_html
+
 REPO = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(REPO), str(REPO / "tests")]
-
-from autograder.commands.collect import collect  # noqa: E402
-from autograder.commands.feedback import MathBudget, sanitize_html  # noqa: E402
-from autograder.course import CourseError  # noqa: E402
-from autograder.course.nbgrader_glue import cut_hidden_regions  # noqa: E402
-
+sys.path.insert(0, str(REPO / "tests"))  # the tests' helpers (tests/support/): not installed
 from support.course import ASSIGNMENT, NOTEBOOK, make_course, source_notebook  # noqa: E402
 
 OLD_CUT = re.compile(r"^[^\n]*BEGIN HIDDEN TESTS.*?END HIDDEN TESTS[^\n]*\n?", re.S | re.M)

@@ -32,15 +32,15 @@ import tempfile
 import time
 from pathlib import Path
 
+from autograder import cli
+from autograder.analytics import page, similarity
+from autograder.commands.report import report
+from autograder.course import notebook
+from autograder.course.directory import Course
+from autograder.mutants import load_mutants
+
 REPO = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(REPO), str(REPO / "tests")]
-
-from autograder import cli  # noqa: E402
-from autograder.analytics import page, similarity  # noqa: E402
-from autograder.commands.report import report  # noqa: E402
-from autograder.course import Course, notebook  # noqa: E402
-from autograder.mutants import load_mutants  # noqa: E402
-
+sys.path.insert(0, str(REPO / "tests"))  # the tests' helpers (tests/support/): not installed
 from support.classes import (  # noqa: E402
     alternatives_by_exercise,
     disguise,

@@ -36,12 +36,11 @@ from pathlib import Path
 
 import psutil
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+from autograder.commands.serve import Service, State
+from autograder.course.directory import Course
+from autograder.course.exchange import feedback_name
 
-from autograder.commands.serve import Service, State  # noqa: E402
-from autograder.course import Course  # noqa: E402
-from autograder.course.exchange import feedback_name  # noqa: E402
+REPO = Path(__file__).resolve().parents[1]
 
 
 def scratch(root: Path, assignment: str) -> Course:

@@ -41,16 +41,14 @@ import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+import fair
+import numpy as np
+from fair import torch
 
-import fair  # noqa: E402
-import numpy as np  # noqa: E402
-from fair import torch  # noqa: E402
-
-from solutions import Tensor, optim  # noqa: E402
-from solutions.data import load_digits  # noqa: E402
-from solutions.nn import functional as F  # noqa: E402
-from solutions.training import make_cnn  # noqa: E402
+from solutions import Tensor, optim
+from solutions.data import load_digits
+from solutions.nn import functional as F
+from solutions.training import make_cnn
 
 BATCH = 32
 SMOOTHING = 0.1

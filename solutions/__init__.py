@@ -9,8 +9,16 @@
 """
 from . import ops
 from .graph import (
-    Function, Tensor, as_tensor, enable_grad, grad, is_grad_enabled, no_grad, run_backward,
-    set_grad_enabled, topological_order,
+    Function,
+    Tensor,
+    as_tensor,
+    enable_grad,
+    grad,
+    is_grad_enabled,
+    no_grad,
+    run_backward,
+    set_grad_enabled,
+    topological_order,
 )
 from .ops import *  # noqa: F401,F403  (the lowercase op functions and op classes)
 from .overrides import override

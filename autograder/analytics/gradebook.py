@@ -12,8 +12,9 @@ from dataclasses import dataclass, field
 
 from nbgrader.api import MissingEntry
 
-from autograder.course import Course, CourseError
+from autograder.course import CourseError
 from autograder.course import notebook as nbfile
+from autograder.course.directory import Course
 from autograder.grading.record import Ledger
 
 
@@ -28,7 +29,7 @@ class Row:
     seconds_late: float = 0.0
     notebooks: dict[str, float] = field(default_factory=dict)
     cells: dict[str, float | None] = field(default_factory=dict)   # grade_id -> score (None: ungraded)
-    verdicts: dict[str, dict] = field(default_factory=dict)        # exercise -> the judge's {"passed", "message"}
+    verdicts: dict[str, dict] = field(default_factory=dict)        # exercise -> {"passed", "message", "kind"}
 
 
 def grade_cells(course: Course, assignment: str) -> list[tuple[str, str, float]]:
@@ -85,9 +86,10 @@ def _verdicts(course: Course, assignment: str, ledger: Ledger, student: str) -> 
     marker = ledger.marker(student) or {}
     verdicts = marker.get("verdicts") or {}
     if verdicts:
-        return {e: {"passed": bool(v.get("passed")), "message": str(v.get("message") or "")}
+        return {e: {"passed": bool(v.get("passed")), "message": str(v.get("message") or ""),
+                    "kind": str(v.get("kind") or "")}  # none in a record from before kinds were
                 for e, v in verdicts.items() if isinstance(v, dict)}
-    out: dict[str, dict] = {}   # graded before the ledger kept verdicts: the autograded notebooks say
+    out: dict[str, dict] = {}   # graded before the ledger kept verdicts (nor kinds): the autograded notebooks say
     for path in sorted(course.autograded_dir(student, assignment).glob("*.ipynb")):
         for cell in nbfile.read(path).cells:
             if nbfile.is_test(cell):

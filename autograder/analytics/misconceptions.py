@@ -1,29 +1,39 @@
 """What went wrong, per exercise: the failing students grouped by the bug the judge's message names.
 
-The judge's message for a failed exercise is ``<the case>: <what is wrong>`` (``summing back over a
-stretched size-1 last axis, float64: you summed only axis 0 ...``), or one of the judge's own
-outcomes (:mod:`autograder.judge.judge`'s table: not implemented, an exception, a time-out, a
-dead process). :func:`classify` turns a message into a group key that two students with the same
-bug share even when the case that failed first, or the values, shapes, line numbers and names
-it quotes, differ: the case is dropped, numbers, tuples of numbers and quoted text are masked.
-An exception the student's code raised at a line of theirs is a bug of that code, grouped by what
-was raised; not answered, time-outs, crashes (the process running the code died, or it raised
-without a line of the student's to show), a notebook that could not be read and the grader's own
-failures are groups of their own kind.
+Each failed verdict carries its kind, decided by the judge (:mod:`autograder.judge.verdict`): a
+wrong answer with a diagnosis, not answered, a crash, a time-out, a dead sandbox, an unreadable
+notebook, the grader's own error. Wrong answers are grouped by bug: the judge's message for one
+is ``<the case>: <what is wrong>`` (``summing back over a stretched size-1 last axis, float64: you
+summed only axis 0 ...``), and :func:`classify` turns it into a group key that two students with
+the same bug share even when the case that failed first, or the values, shapes, line numbers and
+names it quotes, differ: the case is dropped, numbers, tuples of numbers and quoted text are
+masked. An exception the student's code raised is grouped by what was raised (a wrong answer
+when the judge could quote the line of theirs that raised it, a crash when not); not answered,
+time-outs, a notebook that could not be read and the grader's own failures are groups of their
+own kind. A verdict recorded before verdicts carried a kind is read from its message
+(:func:`kind_from_message`, the one fallback).
 """
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
 
+from autograder.judge import verdict as judged
+
 BUG, NOT_ANSWERED, CRASH, TIMEOUT, UNREADABLE, GRADER, NOT_HANDED_IN = (
     "bug", "not answered", "crash", "time-out", "unreadable notebook", "grader error", "not handed in")
 
-# The judge's own outcomes (autograder/judge/judge.py and submission.py), by a phrase of each message.
-_KINDS = [
-    # (the judge's words before and after issue 39: a gradebook keeps the messages it was given)
-    (NOT_ANSWERED, ("not done yet: its cell still raises", "is not defined: write it in its exercise cell",
-                    "not implemented yet", "is not defined: write it in the exercise cell",
+# The judge's kinds as the page groups them (a dead sandbox is a crash like another); not handed
+# in is the page's own, for a student the judge never saw.
+_GROUP_OF = {judged.WRONG: BUG, judged.NOT_ANSWERED: NOT_ANSWERED, judged.CRASH: CRASH, judged.TIMEOUT: TIMEOUT,
+             judged.SANDBOX_DIED: CRASH, judged.GRADER_ERROR: GRADER, judged.UNREADABLE: UNREADABLE,
+             NOT_HANDED_IN: NOT_HANDED_IN}
+
+# Only for a verdict recorded before verdicts carried their kind (a ledger written by an older
+# grader, or none: the autograded notebook's message): the kind, by a phrase of each message
+# the judge (judge/judge.py, judge/submission.py, judge/scrub.py) wrote then. Never reworded.
+_PHRASES_OF_THEN = [
+    (NOT_ANSWERED, ("not implemented yet", "is not defined: write it in the exercise cell",
                     "your engine is missing a piece")),
     (TIMEOUT, ("ran over the time limit", "(an endless loop, or far too slow?)")),
     (UNREADABLE, ("could not be read as a notebook",)),
@@ -31,7 +41,7 @@ _KINDS = [
     (CRASH, ("your code raised ", "the Python process running your code", "your code's message is not shown",
              "the cell that defines ")),
 ]
-
+RAISED = "your code raised "  # where a message names what the student's code raised (the group's key)
 WHERE = re.compile(r" \(in [^,()]*, line \d+\)")                      # (in backward, line 7)
 _QUOTED = re.compile(r"'[^'\n]*'|\"[^\"\n]*\"")
 _NUMBER = re.compile(r"(?<![\w.])[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?(?![\w])")
@@ -47,24 +57,29 @@ def _mask(text: str, quoted: bool) -> str:
     return " ".join(_TUPLE.sub("(…)", text).split())
 
 
-def kind_of(message: str) -> str:
-    for kind, phrases in _KINDS:
-        if any(phrase in message for phrase in phrases):
-            return kind
-    return BUG
+def kind_from_message(message: str) -> str:
+    """The kind of a failed verdict recorded without one, read from its message (see _PHRASES_OF_THEN)."""
+    kind = next((kind for kind, phrases in _PHRASES_OF_THEN if any(p in message for p in phrases)), BUG)
+    if kind == CRASH and RAISED in message and WHERE.search(message):
+        return BUG  # it raised at a line of the student's, which the message quotes: a bug of that code
+    return kind
 
 
-def classify(message: str) -> tuple[str, str]:
-    """(kind, group key) of a judge's message for a failed exercise."""
-    kind = kind_of(message)
-    if kind in (NOT_ANSWERED, TIMEOUT, UNREADABLE, GRADER):
+def kind_of(verdict: dict) -> str:
+    """The group kind of a failed verdict ({"message", "kind"}, as the ledger records it)."""
+    return _GROUP_OF.get(str(verdict.get("kind") or "")) or kind_from_message(str(verdict.get("message") or ""))
+
+
+def classify(message: str, kind: str = "") -> tuple[str, str]:
+    """(group kind, group key) of a failed verdict: its ``message``, and the ``kind`` the judge
+    recorded with it ("" for a verdict recorded before kinds were: read from the message)."""
+    kind = kind_of({"message": message, "kind": kind})
+    if kind not in (BUG, CRASH):
         return kind, kind
-    if kind == CRASH:
+    raised = message.find(RAISED)
+    if raised >= 0 or kind == CRASH:
         # "<case>: <Op.backward>: your code raised E: ... (in backward, line 7)" -> from what the
-        # student's code did on; with a line of theirs quoted it is a wrong answer, a bug like another
-        raised = message.find("your code raised ")
-        if raised >= 0 and WHERE.search(message):
-            kind = BUG
+        # student's code raised on, whatever the case
         return kind, _mask(message[raised:] if raised >= 0 else message, quoted=True)
     _, colon, diagnosis = message.partition(": ")
     return kind, _mask(diagnosis if colon else message, quoted=False)
@@ -81,7 +96,7 @@ class Group:
     @property
     def title(self) -> str:
         """What went wrong, as the first student's message says it (its case left out)."""
-        raised = self.example.find("your code raised ")
+        raised = self.example.find(RAISED)
         if raised >= 0 and self.kind in (BUG, CRASH):
             return self.example[raised:]
         if self.kind != BUG:
@@ -90,13 +105,15 @@ class Group:
         return diagnosis if colon else self.example
 
 
-def group(exercise: str, failures: dict[str, str]) -> list[Group]:
-    """``failures``: student -> the judge's message (or a kind, for those the judge never saw);
-    the groups, largest first (then bugs before the other kinds, then by key)."""
+def group(exercise: str, failures: dict[str, dict]) -> list[Group]:
+    """``failures``: student -> the judge's failed verdict ({"message", "kind"}, as the ledger
+    records it; {"kind": NOT_HANDED_IN} for those the judge never saw); the groups, largest first
+    (then bugs before the other kinds, then by key)."""
     groups: dict[tuple[str, str], Group] = {}
-    for student, message in sorted(failures.items()):
-        kind, key = (NOT_HANDED_IN, NOT_HANDED_IN) if message == NOT_HANDED_IN else classify(message)
-        entry = groups.setdefault((kind, key), Group(exercise, kind, key, message))
+    for student, verdict in sorted(failures.items()):
+        message = str(verdict.get("message") or "")
+        kind, key = classify(message, str(verdict.get("kind") or ""))
+        entry = groups.setdefault((kind, key), Group(exercise, kind, key, message or kind))
         entry.students.append(student)
     order = [BUG, CRASH, TIMEOUT, NOT_ANSWERED, UNREADABLE, NOT_HANDED_IN, GRADER]
     return sorted(groups.values(), key=lambda g: (-len(g.students), order.index(g.kind), g.key))

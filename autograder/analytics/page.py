@@ -8,25 +8,29 @@
 * the data: ``exercise_stats.csv``, ``misconceptions.csv``, ``similarity.csv`` (every pair with code
   in common), ``model_answer.csv``, ``course_scores.csv`` and everything in ``class_report.json``.
 
-Everything a student wrote (code, the messages that quote it) and every name is escaped: the page
-runs nothing a student wrote, and holds no hidden test (the judge's messages never quote one).
+The pages are Jinja2 templates (``autograder/templates/class_report/``, as the feedback page is
+nbconvert's), which escape every value they show: everything a student wrote (code, the messages
+that quote it) and every name. The page runs nothing a student wrote, and holds no hidden test
+(the judge's messages never quote one).
 """
 from __future__ import annotations
 
 import base64
-import html
 import json
 import shutil
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
+import jinja2
+
 from autograder.analytics import plots, similarity
 from autograder.analytics.gradebook import Row, course_scores
 from autograder.analytics.statistics import ExerciseStats, exercise_stats
-from autograder.analytics.statistics import title as exercise_title
-from autograder.course import Course, safe_csv
 from autograder.course import notebook as nbfile
+from autograder.course import safe_csv
+from autograder.course.catalogue import title
+from autograder.course.directory import Course
 from autograder.course.files import replacing
 
 PAGE = "class_report.html"
@@ -34,33 +38,7 @@ PAIRS = "similarity"
 MAX_PAIR_PAGES = 200   # the most similar pairs get a page each; similarity.csv lists every pair
 NEXT_PAIRS = 10        # the most similar pairs below the line, shown apart, for a sense of the scale
 CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
-
-STYLE = """
-body { font: 15px/1.45 system-ui, sans-serif; margin: 0 auto; max-width: 1180px; padding: 16px 24px; color: #222; }
-h1 { font-size: 1.6em; } h2 { border-bottom: 2px solid #ddd; padding-bottom: 4px; margin-top: 2em; }
-h3 { margin-bottom: 0.3em; }
-table { border-collapse: collapse; width: 100%; table-layout: fixed; margin: 0.5em 0 1em; }
-th, td { border: 1px solid #ddd; padding: 4px 6px; text-align: left; vertical-align: top;
-         overflow-wrap: anywhere; word-break: break-word; }
-th { background: #f4f4f4; }
-td.n, th.n { text-align: right; width: 6em; }
-img { max-width: 100%; height: auto; display: block; margin: 0.5em 0; }
-.note { background: #fff8e1; border-left: 4px solid #f0b400; padding: 6px 10px; }
-.kind { font-size: 0.8em; padding: 1px 6px; border-radius: 8px; background: #eee; white-space: nowrap; }
-.kind.bug { background: #fde2e1; } .kind.crash { background: #ffe0b2; } .kind.time-out { background: #e1bee7; }
-pre, code { font: 13px/1.35 ui-monospace, monospace; white-space: pre-wrap; overflow-wrap: anywhere; }
-pre { background: #f7f7f7; padding: 6px; margin: 0; max-width: 100%; box-sizing: border-box; }
-.side { display: grid; grid-template-columns: minmax(0, 1fr) minmax(0, 1fr); gap: 12px; }
-mark { background: #ffe08a; }
-details summary { cursor: pointer; }
-nav a { margin-right: 1em; }
-/* at 200 % zoom (640 px of a laptop's window) the exercises' eight columns still fit */
-@media (max-width: 800px) { td.n, th.n { width: 4.2em; } body { padding: 8px 12px; } }
-a:focus-visible, summary:focus-visible { outline: 3px solid #1d5a8c; outline-offset: 2px; }
-.skip { position: absolute; left: -10000px; top: 0; }
-.skip:focus { left: 8px; top: 8px; background: #fff; padding: 4px 8px; }
-"""
-
+TEMPLATES = Path(__file__).resolve().parents[1] / "templates" / "class_report"   # the pages' templates and style
 
 @dataclass
 class Report:
@@ -75,29 +53,25 @@ def _write(path: Path, text: str) -> None:
         handle.write(text)
 
 
-def _e(value: object) -> str:
-    return html.escape(str(value), quote=True)
-
-
-def _img(path: Path, alt: str) -> str:
-    data = base64.b64encode(path.read_bytes()).decode()
-    return f'<img alt="{_e(alt)}" src="data:image/png;base64,{data}">'
-
-
-def _doc(title: str, body: str, top: str = "") -> str:
-    """A page: its language, its title and links (`top`) as a banner that a skip link jumps past,
-    the rest as its main landmark (a screen reader's user goes there, then from heading to
-    heading), the keyboard's focus in sight."""
-    return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-            f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
-            f'<meta name="viewport" content="width=device-width, initial-scale=1">'
-            f"<title>{_e(title)}</title><style>{STYLE}</style></head><body>"
-            f'<a class="skip" href="#main">Skip to the content</a><header>{top}</header>'
-            f'<main id="main" tabindex="-1">{body}</main></body></html>\n')
+def _figure(path: Path) -> str:
+    """A figure as the page holds it: inside it, so that the page opens alone, offline."""
+    return "data:image/png;base64," + base64.b64encode(path.read_bytes()).decode()
 
 
 def _pct(part: float, whole: float) -> str:
     return f"{100 * part / whole:.0f} %" if whole else ""
+
+
+# Every value a template shows is escaped (autoescape): a student's code and names, the judge's
+# messages; a template says nothing else of its own than the course's words.
+PAGES = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True, trim_blocks=True,
+                           lstrip_blocks=True, undefined=jinja2.StrictUndefined)
+PAGES.filters["pct"] = lambda part, whole=1: _pct(part, whole)
+PAGES.filters["title"] = title  # an exercise by its title, as the notebooks name it (the id only in anchors)
+
+
+def _render(template: str, **values: object) -> str:
+    return PAGES.get_template(template).render(csp=CSP, page=PAGE, **values)
 
 
 # -- the answers compared ----------------------------------------------------------------------------
@@ -187,12 +161,13 @@ def _data(folder: Path, assignment: str, rows: list[Row], stats: list[ExerciseSt
 
 # -- the pages ---------------------------------------------------------------------------------------
 
-def _marked(code: str, spans: list[tuple[int, int]]) -> str:
-    out, at = [], 0
+def _marked(code: str, spans: list[tuple[int, int]]) -> list[tuple[str, bool]]:
+    """``code`` in pieces, each marked or not: the spans that match the other side's code."""
+    pieces, at = [], 0
     for start, end in spans:
-        out += [_e(code[at:start]), f"<mark>{_e(code[start:end])}</mark>"]
+        pieces += [(code[at:start], False), (code[start:end], True)]
         at = end
-    return "".join(out) + _e(code[at:])
+    return [*pieces, (code[at:], False)]
 
 
 def pair_name(pair: similarity.Pair) -> str:
@@ -200,160 +175,39 @@ def pair_name(pair: similarity.Pair) -> str:
 
 
 def _pair_page(assignment: str, sim: similarity.Similarity, pair: similarity.Pair) -> str:
-    parts = [f'<p><a href="../{PAGE}">&larr; {_e(assignment)}: the class report</a></p>',
-             f"<h1>{_e(pair.left)} and {_e(pair.right)}</h1>",
-             '<p class="note">Evidence for a person to read, never an automatic penalty: similar code can be '
-             "written independently, above all for short answers and for the natural way to write a small "
-             "function. The highlighted passages are the same once names, comments and spacing are set aside; "
-             "what the course gave (the released notebook) is never counted.</p>",
-             f"<p>Over the assignment: <b>{_pct(pair.similarity, 1)}</b> of both students' code matches the "
-             f"other's, each passage weighed by how few in the class wrote it ({pair.matched[0]} and "
-             f"{pair.matched[1]} of their {pair.tokens} Python tokens outside the class's common passages "
-             "match).</p>"]
+    sides = []
     for c in pair.comparisons:
         ex = sim.exercises[c.exercise]
         left, right = ex.passages(pair.left, pair.right)
-        parts += [f"<h2>{_e(exercise_title(c.exercise))}: {_pct(c.similarity, 1)}</h2>",
-                  '<div class="side">',
-                  f"<div><h3>{_e(pair.left)} ({c.tokens[0]} tokens, {c.matched[0]} matching)</h3>"
-                  f"<pre>{_marked(ex.code[pair.left], left)}</pre></div>",
-                  f"<div><h3>{_e(pair.right)} ({c.tokens[1]} tokens, {c.matched[1]} matching)</h3>"
-                  f"<pre>{_marked(ex.code[pair.right], right)}</pre></div></div>"]
-    return _doc(f"{assignment}: {pair.left} and {pair.right}", "".join(parts[2:]), "".join(parts[:2]))
-
-
-def _listed(comparisons) -> str:
-    """Exercises by their titles, each with its similarity: "Mul (93 %), Add (88 %)"."""
-    return ", ".join(f"{_e(exercise_title(c.exercise))} ({_pct(c.similarity, 1)})" for c in comparisons)
+        sides.append((c, _marked(ex.code[pair.left], left), _marked(ex.code[pair.right], right)))
+    return _render("pair.html.j2", assignment=assignment, pair=pair, sides=sides)
 
 
 def _model_page(assignment: str, sim: similarity.Similarity, student: str, comparisons) -> str:
-    parts = [f'<p><a href="../{PAGE}">&larr; {_e(assignment)}: the class report</a></p>',
-             f"<h1>{_e(student)} and the model answer</h1>",
-             '<p class="note">Evidence for a person to read: these answers repeat the course\'s own solution, '
-             "names included, in passages few of the class wrote that way. A leaked solution, or a student "
-             "who writes as the course does: ask before concluding.</p>"]
+    sides = []
     for c in comparisons:
         ref = sim.reference[c.exercise]
         left, right = ref.passages(student, similarity.MODEL)
-        parts += [f"<h2>{_e(exercise_title(c.exercise))}: {_pct(c.similarity, 1)}</h2>", '<div class="side">',
-                  f"<div><h3>{_e(student)}</h3><pre>{_marked(ref.code[student], left)}</pre></div>",
-                  f"<div><h3>the model answer</h3><pre>{_marked(ref.code[similarity.MODEL], right)}</pre></div></div>"]
-    return _doc(f"{assignment}: {student} and the model answer", "".join(parts[2:]), "".join(parts[:2]))
+        sides.append((c, _marked(ref.code[student], left), _marked(ref.code[similarity.MODEL], right)))
+    return _render("model_answer.html.j2", assignment=assignment, student=student, sides=sides)
 
 
-def _groups_html(s: ExerciseStats) -> str:
-    if not s.groups:
-        return "<p>Every graded student has full marks.</p>"
-    rows = []
-    for g in s.groups:
-        shown = ", ".join(g.students)
-        who = _e(shown) if len(g.students) <= 12 else \
-            f"<details><summary>{len(g.students)} students</summary>{_e(shown)}</details>"
-        rows.append(f'<tr><td class="n">{len(g.students)}</td><td class="n">{_pct(len(g.students), s.graded)}</td>'
-                    f'<td><span class="kind {_e(g.kind.replace(" ", "-"))}">{_e(g.kind)}</span> {_e(g.title)}'
-                    f"<details><summary>one student's message</summary><code>{_e(g.example)}</code></details></td>"
-                    f"<td>{who}</td></tr>")
-    return ('<table><tr><th class="n">students</th><th class="n">of graded</th><th>what went wrong</th>'
-            '<th style="width:30%">who</th></tr>' + "".join(rows) + "</table>")
-
-
-def _page(course: Course, assignment: str, rows: list[Row], stats: list[ExerciseStats], sim: similarity.Similarity,
+def _page(assignment: str, rows: list[Row], stats: list[ExerciseStats], sim: similarity.Similarity,
           figures: dict[str, Path], assignments: list[str], scores: dict, model_pages: dict[str, str],
-          pair_pages: dict[tuple[str, str], str], data: list[Path], points: dict[str, float]) -> str:
+          pair_pages: dict[tuple[str, str], str], close: dict[str, list], data: list[Path],
+          points: dict[str, float]) -> str:
+    """The class page; ``close``: student -> their answers close to the model answer."""
     graded = [r for r in rows if r.score is not None]
-    failed = [r for r in rows if r.status.startswith("failed")]
-    late = [r for r in graded if r.seconds_late > 0]
-    out = [f"<h1>{_e(assignment)}: what the class did, and what it got wrong</h1>",
-           '<nav aria-label="Sections">' + "".join(f'<a href="#{a}">{t}</a>' for a, t in
-                             [("scores", "Scores"), ("exercises", "Exercises"), ("mistakes", "What went wrong"),
-                              ("similarity", "Similarity"), ("course", "The course")]) + "</nav>",
-           f"<p>{len(rows)} students handed something in; {len(graded)} graded, {len(failed)} whose grading failed, "
-           f"{len(late)} late. Made {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC from the gradebook and the "
-           "judge's verdicts. The data behind this page: "
-           + ", ".join(f'<a href="{_e(p.name)}">{_e(p.name)}</a>' for p in data) + ".</p>",
-           '<h2 id="scores">Scores</h2>']
-    waiting = plots.pending(rows, points)
-    if waiting:
-        out.append(f'<p class="note">Not final yet: {_e(waiting)}.</p>')
-    out += [_img(figures["scores"], "total scores" + (f" ({waiting})" if waiting else "")),
-           _img(figures["exercises"], "marks per exercise"),
-           '<h2 id="exercises">Exercises</h2>',
-           '<table><tr><th>exercise</th><th class="n">points</th><th class="n">full</th><th class="n">partial</th>'
-           '<th class="n">zero</th><th class="n">answered</th><th class="n">late</th><th class="n">mean</th></tr>']
-    for s in stats:
-        out.append(f'<tr><td><a href="#ex-{_e(s.exercise)}">{_e(s.title)}</a></td>'
-                   f'<td class="n">{s.points:g}</td><td class="n">{_pct(s.full, s.graded)}</td>'
-                   f'<td class="n">{_pct(s.partial, s.graded)}</td><td class="n">{_pct(s.zero, s.graded)}</td>'
-                   f'<td class="n">{s.answered}/{s.graded}</td><td class="n">{s.late}</td>'
-                   f'<td class="n">{s.mean:.2g}</td></tr>')
-    out.append("</table>")
-    out += ['<h2 id="mistakes">What went wrong, per exercise</h2>',
-            "<p>The students who lost points on an exercise, grouped by what the judge's message names (the "
-            "failing case and the values it quotes set aside), largest group first, each described by one "
-            "student's message. An exception raised at a line of the student's code is a bug, grouped by what "
-            "was raised; not answered, crashes (the code's process died) and time-outs are groups of their "
-            "own.</p>",
-            _img(figures["mistakes"], "the most common mistakes")]
-    for s in stats:
-        out += [f'<h3 id="ex-{_e(s.exercise)}">{_e(s.title)}: {s.failing} of {s.graded} lost '
-                "points</h3>", _groups_html(s)]
-    listed, shown = sim.pairs[:MAX_PAIR_PAGES], len(sim.pairs) > MAX_PAIR_PAGES
-    out += ['<h2 id="similarity">Code similarity</h2>',
-            '<p class="note">Evidence for a person to read, never an automatic penalty. Every student\'s answer to '
-            "each exercise is compared with every other's (winnowing, as MOSS does, through copydetect; names, "
-            "comments, spacing and the order of independent lines set aside; the released notebook's code "
-            "removed). A passage weighs by how few students wrote it: one that more than "
-            f"{_pct(similarity.COMMON_SHARE, 1)} of the class wrote is the natural way to write it and weighs "
-            f"nothing. A pair is listed when at least {_pct(sim.threshold, 1)} of both students' code, so "
-            f"weighed, matches over the assignment, and at least {similarity.MIN_TOKENS} Python tokens of "
-            "each one's code match (one natural line in common, such as <code>return grad * self.output</code>, "
-            "lists no one).</p>",
-            f'<p class="listed"><b>{sim.compared} pairs of students compared; {len(sim.pairs)} listed</b>'
-            + (f" (the {MAX_PAIR_PAGES} most similar are shown, each with a page; similarity.csv lists every pair)"
-               if shown else "") + ".</p>"]
-    if listed:
-        out.append('<table><tr><th>students</th><th class="n" style="width:7em">similarity</th>'
-                   "<th>exercises with code in common (each one's similarity)</th></tr>")
-        for p in listed:
-            link = pair_pages.get((p.left, p.right))
-            who = f"{_e(p.left)} and {_e(p.right)}"
-            out.append(f"<tr><td>{f'<a href={chr(34)}{_e(link)}{chr(34)}>{who}</a>' if link else who}</td>"
-                       f'<td class="n">{_pct(p.similarity, 1)}</td><td>'
-                       + _listed(p.comparisons) + "</td></tr>")
-        out.append("</table>")
-    else:
-        out.append("<p>No pair of students is listed.</p>")
-    below = [t for t in sorted(sim.scores, key=lambda t: -t[2]) if (t[0], t[1]) not in pair_pages][:NEXT_PAIRS]
-    if below:
-        out.append(f"<details><summary>For comparison, the {len(below)} most similar pairs not listed</summary>"
-                   '<table><tr><th>students</th><th class="n" style="width:7em">similarity</th>'
-                   '<th class="n" style="width:9em">matching tokens</th></tr>'
-                   + "".join(f'<tr><td>{_e(a)} and {_e(b)}</td><td class="n">{_pct(score, 1)}</td>'
-                             f'<td class="n">{fewer}</td></tr>' for a, b, score, _, fewer in below)
-                   + "</table></details>")
-    out.append("<h3>Close to the model answer</h3>")
-    if sim.model:
-        by_student: dict[str, list] = {}
-        for c in sim.model:
-            by_student.setdefault(c.left, []).append(c)
-        out.append('<table><tr><th>student</th><th>exercises (similarity to the course\'s own solution)</th></tr>')
-        for student, found in sorted(by_student.items(), key=lambda kv: -len(kv[1])):
-            name = f'<a href="{_e(model_pages[student])}">{_e(student)}</a>' if student in model_pages else _e(student)
-            out.append(f"<tr><td>{name}</td><td>"
-                       + _listed(found) + "</td></tr>")
-        out.append("</table>")
-    else:
-        out.append("<p>No student's answers repeat the model answer in passages the class did not converge on.</p>")
-    out += ['<h2 id="course">The course so far</h2>', _img(figures["course"], "the course so far"),
-            f"<details><summary>Every student's score per assignment ({len(scores)} students)</summary><table>"
-            "<tr><th>student</th>" + "".join(f'<th class="n">{_e(a)}</th>' for a in assignments) + "</tr>"]
-    for student in sorted(scores):
-        out.append(f"<tr><td>{_e(student)}</td>" + "".join(
-            f'<td class="n">{scores[student][a][0]:g}/{scores[student][a][1]:g}</td>' if a in scores[student]
-            else '<td class="n"></td>' for a in assignments) + "</tr>")
-    out.append("</table></details>")
-    return _doc(f"{assignment}: the class report", "".join(out[2:]), "".join(out[:2]))
+    return _render(
+        "class_report.html.j2", assignment=assignment, rows=rows, graded=len(graded),
+        failed=sum(r.status.startswith("failed") for r in rows), late=sum(r.seconds_late > 0 for r in graded),
+        made=f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M}", data=[p.name for p in data],
+        waiting=plots.pending(rows, points), figures={k: _figure(v) for k, v in figures.items()}, stats=stats,
+        sim=sim, listed=sim.pairs[:MAX_PAIR_PAGES], pair_pages=pair_pages,
+        below=[t for t in sorted(sim.scores, key=lambda t: -t[2]) if (t[0], t[1]) not in pair_pages][:NEXT_PAIRS],
+        close=sorted(close.items(), key=lambda kv: -len(kv[1])), model_pages=model_pages,
+        common_share=similarity.COMMON_SHARE, min_tokens=similarity.MIN_TOKENS, scores=scores,
+        assignments=assignments)
 
 
 def write(course: Course, assignment: str, rows: list[Row], cells: list[tuple[str, str, float]],
@@ -389,7 +243,7 @@ def write(course: Course, assignment: str, rows: list[Row], cells: list[tuple[st
         _write(pages / f"{student}--model-answer.html", _model_page(assignment, sim, student, found))
         model_pages[student] = f"{PAIRS}/{student}--model-answer.html"
     page = folder / PAGE
-    _write(page, _page(course, assignment, rows, stats, sim, figures, assignments, scores, model_pages,
-                       pair_pages, data, {g: p for _, g, p in cells}))
+    _write(page, _page(assignment, rows, stats, sim, figures, assignments, scores, model_pages,
+                       pair_pages, by_student, data, {g: p for _, g, p in cells}))
     return Report(page, [*data, figures["exercises"], figures["mistakes"], figures["course"]],
                   sum(len(s.groups) for s in stats), len(sim.pairs))

@@ -11,6 +11,7 @@ from autograder.analytics import misconceptions
 from autograder.analytics.gradebook import Row, written
 from autograder.analytics.misconceptions import NOT_ANSWERED, NOT_HANDED_IN, Group
 from autograder.course import notebook as nbfile
+from autograder.course.catalogue import title
 
 
 @dataclass
@@ -36,14 +37,6 @@ class ExerciseStats:
         return self.graded - self.full
 
 
-def title(exercise: str) -> str:
-    try:
-        from autograder.judge import catalogue
-        return catalogue.exercise(exercise).title or exercise
-    except LookupError:
-        return exercise
-
-
 def exercises(cells: list[tuple[str, str, float]]) -> dict[str, tuple[float, list[str]]]:
     """exercise -> (its auto-graded points, its grade cells with points), in notebook order."""
     out: dict[str, tuple[float, list[str]]] = {}
@@ -61,7 +54,7 @@ def exercise_stats(rows: list[Row], cells: list[tuple[str, str, float]]) -> list
     graded = [r for r in rows if r.score is not None]
     for exercise, (points, ids) in exercises(cells).items():
         entry = ExerciseStats(exercise, title(exercise), points)
-        failures: dict[str, str] = {}
+        failures: dict[str, dict] = {}
         for row in graded:
             scores = [row.cells.get(gid) for gid in ids]
             if any(s is None for s in scores):
@@ -76,12 +69,11 @@ def exercise_stats(rows: list[Row], cells: list[tuple[str, str, float]]) -> list
                 entry.partial += 1
             else:
                 entry.zero += 1
-            answered = verdict is not None and (verdict["passed"]
-                                                or misconceptions.kind_of(verdict["message"]) != NOT_ANSWERED)
+            answered = verdict is not None and (verdict["passed"] or misconceptions.kind_of(verdict) != NOT_ANSWERED)
             entry.answered += answered
             entry.late += answered and row.seconds_late > 0
             if score < points:
-                failures[row.student] = verdict["message"] if verdict and not verdict["passed"] else NOT_HANDED_IN
+                failures[row.student] = verdict if verdict and not verdict["passed"] else {"kind": NOT_HANDED_IN}
         entry.groups = misconceptions.group(exercise, failures)
         stats.append(entry)
     return stats

@@ -22,10 +22,10 @@ from pathlib import Path
 
 from autograder.commands.grade import grade
 from autograder.commands.release import add_release_files
-from autograder.course import Course, CourseError, notebook
+from autograder.course import CourseError, catalogue, notebook
+from autograder.course.directory import Course
 from autograder.grading.record import Outcome
 from autograder.grading.workers import Limits, scratch_dir
-from autograder.judge import catalogue
 from autograder.mutants import Mutant, apply_mutant, load_alternatives, load_mutants
 
 SOLUTION, UNANSWERED = "solution", "unanswered"

@@ -3,7 +3,7 @@
     python -m autograder.authoring.sync [ASSIGNMENT ...]           rewrite the solution regions from solutions/
     python -m autograder.authoring.sync --check [ASSIGNMENT ...]   list every drifted region; exit 1 if any
 
-For every exercise of the catalogue (`autograder.judge.catalogue`), the source notebook's solution cell (its
+For every exercise of the catalogue (`autograder.course.catalogue`), the source notebook's solution cell (its
 nbgrader grade_id is the exercise id) holds one `### BEGIN SOLUTION` / `### END SOLUTION` region
 per def listed in the spec. Each region gets the def's body from solutions/ (the statements after
 the docstring, located with `ast`), re-indented to the region's markers. The check also reports
@@ -17,9 +17,8 @@ import ast
 import sys
 from pathlib import Path
 
-from autograder.course import REPO_ROOT, notebook
+from autograder.course import REPO_ROOT, catalogue, notebook
 from autograder.course.regions import RegionError, cell_regions, locate, replace_region
-from autograder.judge import catalogue
 
 SOURCE_ROOT = REPO_ROOT / "assignments" / "source"
 

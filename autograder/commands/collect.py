@@ -52,7 +52,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
 
-from autograder.course import MAX_NOTEBOOK_BYTES, Course, CourseError, notebook, size_text
+from autograder.course import MAX_NOTEBOOK_BYTES, CourseError, notebook, size_text
+from autograder.course.directory import Course
 from autograder.course.exchange import SECRET_FILE, read_inbound
 from autograder.course.files import write_file
 from autograder.course.lms import Placement, Roster, lms_placement, load_roster, notebook_of, vet_moodle_names

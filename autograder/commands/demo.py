@@ -30,7 +30,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from autograder.course import DEFAULT_SOLUTIONS, Course, CourseError, notebook
+from autograder.course import DEFAULT_SOLUTIONS, CourseError, notebook
+from autograder.course.directory import Course
 from autograder.mutants import apply_mutant, load_alternatives, load_mutants
 
 MARKER = ".autograder-demo"

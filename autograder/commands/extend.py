@@ -12,7 +12,8 @@ from datetime import datetime, timedelta
 
 from nbgrader.api import Gradebook, MissingEntry
 
-from autograder.course import Course, CourseError
+from autograder.course import CourseError
+from autograder.course.directory import Course
 from autograder.course.nbgrader_glue import one_transaction
 from autograder.course.term import Standing, Term, known_students, parse_span, parse_zoned, settle, standings
 

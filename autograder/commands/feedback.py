@@ -47,7 +47,8 @@ from nbconvert.filters.widgetsdatatypefilter import WidgetsDataTypeFilter
 from nbgrader.converters import GenerateFeedback
 from nbgrader.utils import capture_log, temp_attrs
 
-from autograder.course import Course, CourseError, written
+from autograder.course import CourseError, written
+from autograder.course.directory import Course
 from autograder.course.exchange import SECRET, SECRET_FILE, release_feedback
 from autograder.course.nbgrader_glue import configure_feedback
 from autograder.course.safe_html import CONTROL, SanitizingHTMLExporter

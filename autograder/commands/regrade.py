@@ -22,8 +22,9 @@ from pathlib import Path
 
 from nbgrader.api import MissingEntry
 
-from autograder.course import Course, CourseError, safe_csv
+from autograder.course import CourseError, safe_csv
 from autograder.course import notebook as nbfile
+from autograder.course.directory import Course
 from autograder.grading.record import Ledger
 
 # student -> exercise -> {"score", "manual", "message"}

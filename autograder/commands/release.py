@@ -37,8 +37,9 @@ from nbformat.v4 import new_markdown_cell
 from nbgrader.utils import parse_utc, temp_attrs
 from traitlets.config import Config
 
-from autograder.course import Course, CourseError, nbgrader_errors, notebook
+from autograder.course import CourseError, notebook
 from autograder.course.codelines import quotes, quoting, signature
+from autograder.course.directory import Course, nbgrader_errors
 from autograder.course.term import note_release
 
 KIT = "coursekit"
@@ -187,7 +188,7 @@ def add_release_files(course: Course, assignment: str) -> None:
     """Generate what the release needs besides nbgrader's output: the kit, if the notebooks use it.
 
     Grading copies the release folder's extra files next to each submission, so the students'
-    code runs against what they were given (see :class:`autograder.commands.grade.Run`).
+    code runs against what they were given (see :class:`autograder.grading.workers.Run`).
     """
     if uses_kit(course, assignment):
         from autograder.kit import build_kit

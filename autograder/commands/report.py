@@ -33,8 +33,9 @@ from pathlib import Path
 
 from autograder.analytics import page, plots, similarity
 from autograder.analytics.gradebook import Row, gather, grade_cells, written
-from autograder.course import Course, CourseError, safe_csv
+from autograder.course import CourseError, safe_csv
 from autograder.course import notebook as nbfile
+from autograder.course.directory import Course
 from autograder.course.lms import LMS_NAMES, Grade, load_roster, write_canvas, write_moodle
 from autograder.course.term import Term, standings
 

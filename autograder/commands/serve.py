@@ -52,7 +52,8 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from autograder.course import Course, CourseError, notebook
+from autograder.course import CourseError, notebook
+from autograder.course.directory import Course
 from autograder.course.exchange import SECRET, SECRET_FILE, parse_name, release_feedback
 from autograder.course.files import write_file
 from autograder.course.students import printable
@@ -499,7 +500,7 @@ def submission_note(stamp: str, due: datetime | None) -> str:
 
 def score_page(course: Course, assignment: str, student: str, notebook_name: str, note: str) -> str:
     """The page of the ``score`` policy: the visible tests' results and the score, nothing of a hidden test."""
-    from autograder.analytics.statistics import title
+    from autograder.course.catalogue import title
 
     source = notebook.read(course.source_dir(assignment) / f"{notebook_name}.ipynb")
     visible = [notebook.grade_id(c) for c in source.cells

@@ -71,7 +71,9 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, fields
 from pathlib import Path, PurePosixPath
 
-from autograder.course import Course, CourseError, safe_csv
+from autograder.course import CourseError, safe_csv
+from autograder.course.directory import Course
+from autograder.course.files import write_file
 from autograder.course.students import check_student_id, printable
 
 ROSTER_COLUMNS = ("id", "first_name", "last_name", "email", "canvas_id", "moodle_id", "sis_id", "sis_login_id")
@@ -326,10 +328,7 @@ def vet_moodle_names(course: Course, assignment: str, roster: Roster, paths: lis
                 f"and is now participant {participant}: a renamed account; " + advice)
     kept = {**earlier, **{p: {"student": s, "name": n} for p, (s, n) in by_name.items() if p not in roster.refused}}
     if kept != earlier:
-        record_path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = record_path.with_name(f".{record_path.name}.tmp")
-        tmp.write_text(json.dumps(kept, indent=1, sort_keys=True))
-        tmp.replace(record_path)
+        write_file(record_path, json.dumps(kept, indent=1, sort_keys=True))
 
 
 def lms_placement(path: PurePosixPath, lms: str, roster: Roster | None) -> Placement | None:

@@ -49,6 +49,7 @@ from sqlalchemy.orm import joinedload, scoped_session, sessionmaker, undefer
 from traitlets.config import Config
 
 from autograder.course import notebook
+from autograder.course.catalogue import title
 from autograder.course.spans import span_text
 
 TEMPLATES = Path(__file__).resolve().parents[1] / "templates"
@@ -265,15 +266,15 @@ class GetGradesByExercise(GetGrades):
                 continue
             grade_id, score, points = meta["grade_id"], float(meta.get("score") or 0), float(meta.get("points") or 0)
             if meta.get("solution"):  # an answer graded by hand
-                entries[grade_id] = {"id": grade_id, "title": heading or _title(notebook.exercise_of(grade_id)),
+                entries[grade_id] = {"id": grade_id, "title": heading or title(notebook.exercise_of(grade_id)),
                                      "anchor": grade_id, "score": score, "points": points, "written": True,
                                      "pending": bool(meta.get("needs_manual_grade")), "message": ""}
                 continue
             exercise = notebook.exercise_of(grade_id)
             # what the page's heading of a test cell says instead of nbgrader's "Grade cell: <its id>"
             kind = "Hidden test" if grade_id.endswith("-hidden") else "Test"
-            resources["nbgrader"].setdefault("labels", {})[grade_id] = f"{kind} of {_title(exercise)}"
-            entry = entries.setdefault(exercise, {"id": exercise, "title": _title(exercise), "anchor": grade_id,
+            resources["nbgrader"].setdefault("labels", {})[grade_id] = f"{kind} of {title(exercise)}"
+            entry = entries.setdefault(exercise, {"id": exercise, "title": title(exercise), "anchor": grade_id,
                                                   "score": 0.0, "points": 0.0, "written": False,
                                                   "pending": False, "message": ""})
             entry["score"] += score
@@ -303,15 +304,6 @@ def _heading(markdown: str) -> str:
     """A markdown cell's first heading as plain words ("Written question · matmul with a batch")."""
     line = next((line for line in markdown.split("\n") if line.startswith("#")), "")
     return line.lstrip("#").replace("`", "").strip()
-
-
-def _title(exercise: str) -> str:
-    """The exercise's title as its check declares it, else its id."""
-    try:
-        from autograder.judge import catalogue
-        return catalogue.exercise(exercise).title or exercise
-    except LookupError:
-        return exercise
 
 
 def configure_feedback(config: Config) -> Config:

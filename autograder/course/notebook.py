@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import copy
 import functools
-import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,6 +22,8 @@ from typing import Any
 
 import nbformat
 from nbformat import NotebookNode
+
+from autograder.course.files import write_file
 
 BEGIN_SOLUTION, END_SOLUTION = "BEGIN SOLUTION", "END SOLUTION"   # a line holding it is a marker
 BEGIN_HIDDEN, END_HIDDEN = "BEGIN HIDDEN TESTS", "END HIDDEN TESTS"
@@ -45,11 +46,9 @@ def validated(value: str) -> NotebookNode:
 
 
 def write(nb: Any, path: Path | str) -> None:
-    """Write ``nb`` to ``path`` whole or not at all (a crash never leaves half a notebook)."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp")
-    nbformat.write(nbformat.from_dict(nb), tmp)
-    os.replace(tmp, path)
+    """Write ``nb`` to ``path`` whole or not at all (a crash never leaves half a notebook), never
+    through a link (:func:`autograder.course.files.write_file`); ends with a newline, as nbformat's."""
+    write_file(path, nbformat.writes(nbformat.from_dict(nb)).rstrip("\n") + "\n")
 
 
 # -- cells ---------------------------------------------------------------------------------------

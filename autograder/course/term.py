@@ -34,7 +34,8 @@ from nbformat import NotebookNode
 from nbgrader.api import Gradebook, SubmittedAssignment
 from nbgrader.utils import parse_utc
 
-from autograder.course import Course, CourseError
+from autograder.course import CourseError
+from autograder.course.directory import Course
 from autograder.course.files import write_file
 from autograder.course.nbgrader_glue import AssignLatePenaltiesTo
 

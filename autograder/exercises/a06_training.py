@@ -414,7 +414,7 @@ def check_train_step(train_step, rng):
         try:
             _one_step(train_step)
         except GradingFailure as failure:
-            raise GradingFailure(str(failure).rstrip(".") + "." + _diagnosis()) from None
+            raise GradingFailure(str(failure).rstrip(".") + "." + _diagnosis(), failure.kind) from None
     with time_limit(TRAIN_SECONDS, f"training the CNN on your engine took more than {TRAIN_SECONDS:g} s "
                                    "(the reference answers take a few seconds): is one of your ops very slow?"):
         try:
@@ -423,7 +423,7 @@ def check_train_step(train_step, rng):
             with blas_threads(1):
                 weights = train_and_verify(train_step, rng, split)
         except GradingFailure as failure:
-            raise GradingFailure(str(failure).rstrip(".") + "." + _diagnosis()) from None
+            raise GradingFailure(str(failure).rstrip(".") + "." + _diagnosis(), failure.kind) from None
     got = accuracy(weights, split)
     if not got >= TARGET:
         raise GradingFailure(f"the CNN trained on your engine reached {got:.1%} test accuracy on held-out digits; "

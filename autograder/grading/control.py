@@ -12,7 +12,8 @@ import signal
 import threading
 from typing import Any
 
-from autograder.course import Course, notebook
+from autograder.course import notebook
+from autograder.course.directory import Course
 from autograder.grading.workers import Limits
 
 
@@ -61,7 +62,7 @@ def wall_limit(course: Course, assignment: str, limits: Limits) -> float:
     notebooks = course.notebooks(assignment)
     if limits.notebook_timeout is not None:
         return limits.notebook_timeout * max(1, len(notebooks))
-    from autograder.judge import catalogue
+    from autograder.course import catalogue
     from autograder.judge.submission import judged_exercises
     total = 0.0
     for name in notebooks:

@@ -1,7 +1,7 @@
 """Where ``autograder grade`` runs its workers: on this machine, or on a Dask cluster.
 
 An executor starts one worker per student and blocks until at least one has finished; the
-:class:`autograder.commands.grade.GradingRun` that drives it records each result, and is the only writer
+:class:`autograder.grading.run.GradingRun` that drives it records each result, and is the only writer
 of the ledger and the gradebook whichever executor it drives.
 
 * :class:`LocalExecutor`: up to ``--jobs`` workers forked from this machine's forkserver. It
@@ -33,7 +33,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from autograder.course import MAX_NOTEBOOK_BYTES, Course, CourseError, notebook
+from autograder.course import MAX_NOTEBOOK_BYTES, CourseError, notebook
+from autograder.course.directory import Course
 from autograder.grading.control import StopRequest, exercise_budget, wall_limit
 from autograder.grading.workers import (
     Finished,
@@ -371,7 +372,7 @@ class DaskExecutor:
 
     def _earlier_assignments(self) -> list[str]:
         """The assignments whose notebooks a whole-engine exercise reads (the capstone's engine)."""
-        from autograder.judge import catalogue
+        from autograder.course import catalogue
         from autograder.judge.submission import judged_exercises
         whole = any(getattr(catalogue.declared(e), "whole_engine", False)
                     for name in self.notebooks

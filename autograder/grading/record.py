@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import os
 import shutil
 import warnings
 from dataclasses import dataclass, field
@@ -24,10 +23,12 @@ from pathlib import Path
 from nbgrader.api import Gradebook, MissingEntry
 from sqlalchemy.exc import SAWarning
 
-from autograder.course import Course
+from autograder.course.directory import Course
+from autograder.course.files import write_file
 from autograder.course.nbgrader_glue import one_transaction, record_grades
 from autograder.course.term import settle
 from autograder.grading.workers import Finished
+from autograder.judge.verdict import KINDS
 
 
 @dataclass
@@ -79,10 +80,7 @@ class Ledger:
 
     @staticmethod
     def _write(path: Path, data: dict) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(data, indent=1))
-        os.replace(tmp, path)  # atomic: a marker is either absent or complete
+        write_file(path, json.dumps(data, indent=1))  # atomic: a marker is either absent or complete
 
     def marker(self, student: str) -> dict | None:
         path = self.graded_dir / f"{student}.json"
@@ -91,8 +89,8 @@ class Ledger:
     def mark_graded(self, student: str, fp: str, repairs: list[str] | None = None,
                     verdicts: dict[str, dict] | None = None) -> None:
         """``repairs``: what restoring the notebook's structure changed (a deleted test cell put
-        back, ...); ``verdicts``: the judge's, per exercise (passed, message, and the traceback of a
-        check that crashed). Kept here for the instructor: the scratch copy that was graded is gone."""
+        back, ...); ``verdicts``: the judge's, per exercise (passed, message, its kind, and the
+        traceback of a check that crashed). Kept here for the instructor: the scratch copy that was graded is gone."""
         self._write(self.graded_dir / f"{student}.json", {"fingerprint": fp, "at": _now(), "repairs": repairs or [],
                                                            "verdicts": verdicts or {}})
         (self.failed_dir / f"{student}.json").unlink(missing_ok=True)
@@ -210,14 +208,17 @@ def _record(course: Course, assignment: str, done: Finished, ledger: Ledger, res
 
 def _verdicts(result: dict) -> dict[str, dict]:
     """The judge's verdict on each exercise, from the worker's result: {exercise: {"passed",
-    "message", "detail"}} (what nbgrader scores is the same verdict, as the test cells' outputs)."""
+    "message", "detail", "kind"}} (what nbgrader scores is the same verdict, as the test cells'
+    outputs). A kind that is not one of the judge's is recorded as none (read then from the message)."""
     out: dict[str, dict] = {}
     for verdicts in (result.get("notebooks") or {}).values():
         for exercise, verdict in (verdicts if isinstance(verdicts, dict) else {}).items():
             if isinstance(verdict, dict):
+                kind = verdict.get("kind")
                 out[str(exercise)] = {"passed": verdict.get("passed") is True,
                                       "message": str(verdict.get("message") or ""),
-                                      "detail": str(verdict.get("detail") or "")}
+                                      "detail": str(verdict.get("detail") or ""),
+                                      "kind": kind if kind in KINDS else ""}
     return out
 
 

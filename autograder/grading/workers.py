@@ -24,7 +24,8 @@ from pathlib import Path
 import psutil
 from nbgrader.api import MissingEntry
 
-from autograder.course import Course, CourseError
+from autograder.course import CourseError
+from autograder.course.directory import Course
 from autograder.judge import worker
 
 RUN_PREFIX = "autograder-grade-"

@@ -30,17 +30,32 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 # A catalogue module imports what it needs from here alone, these re-exports included: declaring
-# (graded), failing (GradingFailure), reaching the sandbox (current, student_module, Proxy) and its
-# own spec (judged).
-from autograder.judge.catalogue import GradingFailure as GradingFailure
-from autograder.judge.catalogue import Spec as Spec
-from autograder.judge.catalogue import graded as graded
+# (graded), reaching the sandbox (current, student_module, Proxy) and its own spec (judged); failing
+# (GradingFailure) is the judge's own, defined below.
+from autograder.course.catalogue import Spec as Spec
+from autograder.course.catalogue import graded as graded
 from autograder.judge.context import current as current
 from autograder.judge.context import judged as judged
 from autograder.judge.context import student_module as student_module
 from autograder.judge.proxy import Proxy as Proxy
 from autograder.judge.proxy import StudentError as StudentError
 from autograder.judge.session import SandboxTimeout as SandboxTimeout
+from autograder.judge.verdict import CRASH, WRONG
+
+
+class GradingFailure(Exception):
+    """Raised by a check: the message is shown to the student as feedback, and ``kind`` is the
+    verdict's (:mod:`autograder.judge.verdict`): a diagnosis of a wrong answer unless said otherwise."""
+
+    def __init__(self, message: str, kind: str = WRONG) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+def raised(error: StudentError) -> str:
+    """The kind of a verdict on an answer that raised: wrong when the message can quote the line of
+    the student's that raised (a bug of that code), a crash when there is none to show."""
+    return WRONG if error.where else CRASH
 
 
 def student_engine():
@@ -77,7 +92,7 @@ def run(what: str, fn: Callable, *args: Any, hint: Callable[[BaseException], str
     except StudentError as error:
         extra = hint(error) if hint else None
         message = f"{what}: your code raised {error.remote_type}: {first_line(error, 200)}{error.where}"
-        raise GradingFailure(message + (f". {extra}" if extra else "")) from None
+        raise GradingFailure(message + (f". {extra}" if extra else ""), raised(error)) from None
 
 
 def recorded_calls(function: Callable, thunk: Callable[[], Any]) -> list[tuple[tuple, dict, Any]]:
@@ -185,8 +200,15 @@ def type_name(obj: Any) -> str:
 def in_sandbox(value: Any) -> Any:
     """A copy of `value` (an array, say) that stays in the sandbox: a proxy. The student's code can
     write into it, and ``np.asarray(proxy)`` reads it back; a value passed as it is would be copied
-    over for each call, so an in-place change there would never be seen here."""
-    return student_engine_session().request("ref", value)
+    over for each call, so an in-place change there would never be seen here. None (an optional
+    argument left out) stays None."""
+    return None if value is None else student_engine_session().request("ref", value)
+
+
+def student_rng(seed: int) -> Any:
+    """``np.random.default_rng(seed)``, made in the sandbox (a Generator does not cross): for an
+    answer that takes a generator."""
+    return student_engine_session().module("numpy").random.default_rng(seed)
 
 
 def sandbox_type(obj: Any) -> Any:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 
-from autograder.judge.catalogue import Spec
+from autograder.course.catalogue import Spec
 from autograder.judge.session import Session
 
 _CURRENT: list[tuple[Session, Spec]] = []

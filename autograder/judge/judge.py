@@ -9,7 +9,6 @@ The check registered for E is then called with a proxy of the student's answer a
 from plain data only, whether it passes. Every way the sandbox can end becomes a verdict with
 a message, never an exception:
 
-========================================  ==========================================
 what happened                             verdict message
 ========================================  ==========================================
 the check raised GradingFailure           its message
@@ -18,36 +17,54 @@ the answer raised anything else           your code raised X: ... (in f, line n)
 the sandbox ran over its time budget      ran over the time limit ... (endless loop?)
 the sandbox died (os._exit, segfault)     the Python process running your code ...
 ========================================  ==========================================
+=======
+=====================================  ==========================================  =============
+what happened                          verdict message                             kind
+=====================================  ==========================================  =============
+the check passed                                                                   right
+the check raised GradingFailure        its message                                 wrong
+  (on the answer raising at a line     ... your code raised X ... (in f, line n)   wrong
+  of the student's; without one)                                                   crash
+the answer is not defined              ... is not defined: write it in its ...     not answered
+the answer raised NotImplementedError  not done yet: its cell still raises ...     not answered
+the answer raised anything else        your code raised X: ... (in f, line n)      wrong (crash
+                                                                                   without a line)
+the sandbox ran over its time budget   ran over the time limit ... (endless loop?)  time-out
+the sandbox died (os._exit, segfault)  the Python process running your code ...    sandbox died
+the check itself failed                the grader could not check this exercise    grader error
+=====================================  ==========================================  =============
+
+The kind (:mod:`autograder.judge.verdict`) is decided here, once, and stored with the verdict:
+what reads the verdicts later never guesses it from the message.
 """
 from __future__ import annotations
 
 import functools
 import time
 import traceback
-from dataclasses import dataclass
 
 import numpy as np
 
 from autograder import kit
-from autograder.course import notebook
-from autograder.judge import catalogue
+from autograder.course import catalogue, notebook
+from autograder.course.catalogue import Spec
 from autograder.judge.bubblewrap import Sandbox
-from autograder.judge.catalogue import GradingFailure, Spec
-from autograder.judge.checks import first_line, prepare
+from autograder.judge.checks import GradingFailure, first_line, prepare, raised
 from autograder.judge.context import judging
 from autograder.judge.proxy import StudentError
 from autograder.judge.scrub import scrub
 from autograder.judge.sealed import Oracle
 from autograder.judge.session import SandboxDied, SandboxFailure, SandboxTimeout, Session
-
-
-@dataclass(frozen=True)
-class Verdict:
-    exercise: str
-    passed: bool
-    message: str = ""           # for the student: what is wrong (empty when passed)
-    seconds: float = 0.0
-    detail: str = ""            # for the instructor's log only (a grader bug's traceback)
+from autograder.judge.verdict import (
+    CRASH,
+    GRADER_ERROR,
+    NOT_ANSWERED,
+    RIGHT,
+    SANDBOX_DIED,
+    TIMEOUT,
+    WRONG,
+    Verdict,
+)
 
 
 @functools.cache
@@ -163,13 +180,14 @@ def judge(exercise_id: str, cells: list[tuple[str, str]], *, sandbox: Sandbox, b
     others = [s.name for s in catalogue.assignment(exercise_id) if s.id != exercise_id]
     modules, homes, sealed_specs, stubbed = _engine(exercise_id)
 
-    def verdict(passed: bool, message: str = "", detail: str = "") -> Verdict:
+    def verdict(kind: str = RIGHT, message: str = "", detail: str = "") -> Verdict:
+        # passed is the kind's to say: a bool given as the kind is not one of KINDS, and Verdict refuses it
         seconds = time.monotonic() - started  # the judging, not the scrubbing (its index is built once)
-        return Verdict(exercise_id, passed, scrub(message, exercise_id), seconds, detail)
+        return Verdict(exercise_id, kind == RIGHT, scrub(message, exercise_id), seconds, detail, kind)
 
     known = hung.known(cells) if hung is not None else None
     if known is not None:
-        return verdict(False, known)
+        return verdict(TIMEOUT, known)
     try:
         with Session(sandbox, budget=budget) as session, judging(session, the_spec):
             # A check that drives later assignments (run_backward's) has the oracle run their ops'
@@ -178,29 +196,29 @@ def judge(exercise_id: str, cells: list[tuple[str, str]], *, sandbox: Sandbox, b
             ready = session.setup(modules, homes, cells, the_spec.name, others,
                                   (earlier or []) if the_spec.whole_engine else None)
             if not ready.defined:
-                return verdict(False, _undefined(the_spec.name, exercise_id, ready.cells))
+                return verdict(*_undefined(the_spec.name, exercise_id, ready.cells))
             try:
                 assert the_spec.check is not None
                 answer = ready.answer if the_spec.whole_engine or not the_spec.in_engine \
                     else prepare(ready.answer, the_spec)
                 the_spec.check(answer, np.random.default_rng(the_spec.seed))
             except GradingFailure as failure:
-                return verdict(False, str(failure))
+                return verdict(failure.kind, str(failure))
             except NotImplementedError as error:
                 stub = first_line(error)
                 other = kit.stubbed(stub)
                 if other is not None and other.id != exercise_id:
                     if the_spec.whole_engine:
                         # a piece of an earlier assignment the student has not done (or not handed in)
-                        return verdict(False, f"your engine is missing a piece: {stub}")
-                    return verdict(False, _stub_met(the_spec, other, stub))
+                        return verdict(NOT_ANSWERED, f"your engine is missing a piece: {stub}")
+                    return verdict(WRONG, _stub_met(the_spec, other, stub))
                 # the words of the notebook's own instructions ("replace `raise NotImplementedError()`")
-                return verdict(False, "not done yet: its cell still raises NotImplementedError() "
-                                      "where your code goes")
+                return verdict(NOT_ANSWERED, "not done yet: its cell still raises NotImplementedError() "
+                                             "where your code goes")
             except StudentError as error:
-                return verdict(False, f"your code raised {error.remote_type}: {first_line(error)}{error.where}")
+                return verdict(raised(error), f"your code raised {error.remote_type}: {first_line(error)}{error.where}")
             except Exception as error:  # noqa: BLE001 (a bug of the check's own: the student is not blamed silently)
-                return verdict(False, "the grader could not check this exercise; your instructor has been told",
+                return verdict(GRADER_ERROR, "the grader could not check this exercise; your instructor has been told",
                                detail="".join(traceback.format_exception(error)))
     except SandboxTimeout as failure:
         message = f"your code {failure} (an endless loop, or far too slow?)"
@@ -208,13 +226,13 @@ def judge(exercise_id: str, cells: list[tuple[str, str]], *, sandbox: Sandbox, b
             else None
         if hung is not None and label:
             hung.remember(cells, label, message)
-        return verdict(False, message)
+        return verdict(TIMEOUT, message)
     except SandboxDied as failure:
         where = "" if "while running your cell" in str(failure) else " while this exercise was checked"
-        return verdict(False, f"the Python process running your code {failure}{where}")
-    except SandboxFailure as failure:
-        return verdict(False, f"your code {failure}")
-    return verdict(True)
+        return verdict(SANDBOX_DIED, f"the Python process running your code {failure}{where}")
+    except SandboxFailure as failure:  # it broke the sandbox's protocol: the sandbox is of no more use
+        return verdict(SANDBOX_DIED, f"your code {failure}")
+    return verdict()
 
 
 def _stub_met(judged: Spec, other: Spec, stub: str) -> str:
@@ -233,12 +251,14 @@ def _stub_met(judged: Spec, other: Spec, stub: str) -> str:
     return f"your code calls another exercise that is not there: {stub}"
 
 
-def _undefined(name: str, exercise_id: str, cells: list[dict]) -> str:
+def _undefined(name: str, exercise_id: str, cells: list[dict]) -> tuple[str, str]:
+    """(kind, message) of an answer the student's cells did not define."""
     own = next((c for c in cells if c["label"] == exercise_id), None)
     if own is not None and own["error"] is not None:
         e = own["error"]
-        return f"the cell that defines {name} raised {e['type']}: {e['msg'][:300]}{e['where']}; fix it and rerun it"
-    return f"{name} is not defined: write it in its exercise cell and run it"
+        return CRASH, (f"the cell that defines {name} raised {e['type']}: {e['msg'][:300]}{e['where']}; "
+                       "fix it and rerun it")
+    return NOT_ANSWERED, f"{name} is not defined: write it in its exercise cell and run it"
 
 
 __all__ = ["Verdict", "judge", "code_cells", "transform"]

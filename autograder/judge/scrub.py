@@ -41,9 +41,8 @@ from dataclasses import dataclass
 from typing import cast
 
 from autograder import kit
-from autograder.course import codelines
+from autograder.course import catalogue, codelines
 from autograder.course.codelines import quoting, signature
-from autograder.judge import catalogue
 
 RUN = 6   # names in a row that count as a quote of a body
 OPS = 4   # instructions in a row that count as a quote of its bytecode

@@ -36,8 +36,8 @@ from typing import Any
 import numpy as np
 
 from autograder import kit
-from autograder.judge import catalogue
-from autograder.judge.catalogue import Spec
+from autograder.course import catalogue
+from autograder.course.catalogue import Spec
 from autograder.judge.scrub import quotes
 from autograder.sandbox.memory import Modules
 

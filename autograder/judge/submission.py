@@ -16,18 +16,18 @@ decided here, from plain data.
 from __future__ import annotations
 
 import json
-import os
 import time
 from dataclasses import asdict
 from pathlib import Path
 
 import nbformat
 
-from autograder.course import notebook
-from autograder.judge import catalogue
+from autograder.course import catalogue, notebook
+from autograder.course.files import write_file
 from autograder.judge.bubblewrap import Sandbox
-from autograder.judge.judge import HungCells, Verdict, code_cells, judge
+from autograder.judge.judge import HungCells, code_cells, judge
 from autograder.judge.restore import restore
+from autograder.judge.verdict import UNREADABLE, Verdict
 
 
 def judged_exercises(cells) -> list[str]:
@@ -158,7 +158,8 @@ def grade_submission(source: Path, submitted: Path, out: Path, *, sandbox: Sandb
         skipped = SkippedCells()
         for exercise in judged_exercises(restored.cells):
             if template_path.stem in result["unreadable"]:
-                verdicts[exercise] = Verdict(exercise, False, result["unreadable"][template_path.stem])
+                verdicts[exercise] = Verdict(exercise, False, result["unreadable"][template_path.stem],
+                                             kind=UNREADABLE)
             else:
                 # an exercise no catalogue module declares: judge() says so in the verdict
                 the_spec = catalogue.declared(exercise)
@@ -175,6 +176,4 @@ def grade_submission(source: Path, submitted: Path, out: Path, *, sandbox: Sandb
 
 
 def write_result(path: Path, result: dict) -> None:
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(result, indent=1))
-    os.replace(tmp, path)
+    write_file(path, json.dumps(result, indent=1))

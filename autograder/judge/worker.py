@@ -1,6 +1,6 @@
 """One grading worker: judge one student's submission, write the autograded notebooks and a result.
 
-The parent (:mod:`autograder.commands.grade`) runs :func:`run` in a fresh process forked from a
+The grading run (:mod:`autograder.grading.run`) runs :func:`run` in a fresh process forked from a
 multiprocessing forkserver that has already imported this module, hence the judge, the hidden
 checks and the reference engine, and warmed them (:mod:`autograder.judge.warm` calls :func:`preload`):
 that costs seconds of CPU, a fork milliseconds. Importing this module warms nothing, so the
@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 
 import autograder.judge.submission as submission
-from autograder.judge import catalogue
+from autograder.course import catalogue
 from autograder.judge.bubblewrap import Sandbox, SandboxLimits
 
 PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>

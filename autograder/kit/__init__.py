@@ -33,9 +33,8 @@ from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
 
-from autograder.course import REPO_ROOT
-from autograder.judge import catalogue
-from autograder.judge.catalogue import Spec
+from autograder.course import REPO_ROOT, catalogue
+from autograder.course.catalogue import Spec
 from autograder.course.regions import Body, locate
 
 SOLUTIONS = REPO_ROOT / "solutions"

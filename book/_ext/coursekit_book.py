@@ -95,8 +95,7 @@ def _points(points: float) -> str:
 def exercise_lines(assignment: str) -> list[str]:
     """One markdown line per graded exercise of an assignment, in the notebook's order: what the
     chapter's "Assignment" section lists (generated, so it always says what the notebook has)."""
-    from autograder.course import notebook
-    from autograder.judge import catalogue
+    from autograder.course import catalogue, notebook
 
     nb = notebook.read(ROOT / "assignments" / "source" / assignment / f"{assignment}.ipynb")
     by_id = {s.id: s for s in catalogue.assignment(assignment)}

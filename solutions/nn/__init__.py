@@ -11,12 +11,37 @@ Tests: `tests/engine/test_layers.py`, `tests/engine/test_training.py`, `tests/en
 """
 from . import functional, init
 from .attention import (
-    Embedding, LearnedPositionalEncoding, MultiheadAttention, SinusoidalPositionalEncoding, TransformerBlock,
+    Embedding,
+    LearnedPositionalEncoding,
+    MultiheadAttention,
+    SinusoidalPositionalEncoding,
+    TransformerBlock,
 )
 from .layers import (
-    AvgPool2d, BatchNorm1d, BatchNorm2d, Conv2d, ConvTranspose2d, CrossEntropyLoss, Dropout, ELU, Flatten, GELU,
-    Hardtanh, Identity, LayerNorm, LeakyReLU, Linear, MaxPool2d, MSELoss, NLLLoss, ReLU, ReLU6, SiLU, Sigmoid,
-    Softplus, Tanh,
+    ELU,
+    GELU,
+    AvgPool2d,
+    BatchNorm1d,
+    BatchNorm2d,
+    Conv2d,
+    ConvTranspose2d,
+    CrossEntropyLoss,
+    Dropout,
+    Flatten,
+    Hardtanh,
+    Identity,
+    LayerNorm,
+    LeakyReLU,
+    Linear,
+    MaxPool2d,
+    MSELoss,
+    NLLLoss,
+    ReLU,
+    ReLU6,
+    Sigmoid,
+    SiLU,
+    Softplus,
+    Tanh,
 )
 from .module import LoadResult, Module, ModuleBase, Parameter, Sequential
 from .numerical import numerical_gradient

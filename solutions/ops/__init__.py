@@ -31,7 +31,7 @@ from .elementwise import (
 )
 from .linalg import MatMul, matmul
 from .reduce import Max, Min, Sum, argmax, argmin, max, mean, min, sum, var
-from .reduce import CumSum, Prod, Std, cumsum, prod, std  # noqa: F401  (re-exported: the op namespace)
+from .reduce import CumSum, Prod, Std, cumsum, prod, std
 from .shape import (
     BroadcastTo, Concatenate, Flip, GetItem, Pad, Reshape, ScatterAdd, Transpose,
     broadcast_to, concatenate, expand_dims, flatten, flip, getitem, pad, permute, reshape,
@@ -49,21 +49,21 @@ from .pool import (
     max_pool2d,
 )
 # Beyond the chapters (re-exported: the op namespace).
-from .pool import MaxPool2dDilated, MaxPool2dDilatedGather, MaxPool2dDilatedScatter  # noqa: F401
-from .math import Ceil, Cos, Floor, Round, Sign, Sin, ceil, cos, floor, round, sign, sin  # noqa: F401
-from .math import (  # noqa: F401
+from .pool import MaxPool2dDilated, MaxPool2dDilatedGather, MaxPool2dDilatedScatter
+from .math import Ceil, Cos, Floor, Round, Sign, Sin, ceil, cos, floor, round, sign, sin
+from .math import (
     Arccos, Arcsin, Arctan, Cosh, Erf, Expm1, Log1p, Sinh, Tan, Trunc, acos, arccos, arcsin, arctan, asin, atan,
     cosh, erf, expm1, log1p, reciprocal, rsqrt, sinh, square, tan, trunc,
 )
-from .activation import (  # noqa: F401
+from .activation import (
     ELU, Hardtanh, LeakyReLU, Softplus, elu, gelu, hardtanh, leaky_relu, relu6, silu, softplus,
 )
-from .shape import (  # noqa: F401
+from .shape import (
     Roll, Triangle, chunk, gather, repeat, roll, split, take, take_along_axis, tile, tril, triu,
 )
-from .einsumfunc import Einsum, einsum  # noqa: F401
-from .conv_transpose import conv_transpose2d  # noqa: F401
-from .attention import (  # noqa: F401  (chapter 7)
+from .einsumfunc import Einsum, einsum
+from .conv_transpose import conv_transpose2d
+from .attention import (  # chapter 7
     Embedding, EmbeddingBackward, MaskedSoftmax, ScaledDotProductAttention, attention_weights, causal_mask,
     embedding, masked_softmax, merge_heads, scaled_dot_product_attention, split_heads,
 )

@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 
 from autograder.authoring.selfcheck import _read_notebooks
-from autograder.judge import catalogue
+from autograder.course import catalogue
 from autograder.mutants import apply_mutant
 
 from support import REPO

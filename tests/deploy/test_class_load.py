@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.course import Course
+from autograder.course.directory import Course
 
 from support import REPO
 

@@ -44,7 +44,7 @@ import psutil
 import pytest
 import requests
 
-from autograder.course import Course
+from autograder.course.directory import Course
 from autograder.grading.executors import QUIET_DASK
 
 from support.browser import Chromium, Tab

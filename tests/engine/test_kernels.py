@@ -423,7 +423,7 @@ def test_use_plugs_a_kernel_into_the_kits_ops(kit):
 def test_the_kits_conv2d_array_calls_the_plugged_im2col(tmp_path):
     """In a kit where only a03's im2col is left to do (as in the grader's sandbox, whose other
     exercises are the reference), plugging it in makes the engine's conv2d run it."""
-    from autograder.judge import catalogue
+    from autograder.course import catalogue
     from autograder.kit import build_kit
 
     build_kit(tmp_path, specs=[s for s in catalogue.assignment("a03_im2col") if s.id in ("a03-im2col", "a03-max-pool")])

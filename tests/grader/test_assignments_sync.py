@@ -17,8 +17,7 @@ import nbformat
 import pytest
 
 from autograder.authoring import sync
-from autograder.course import notebook
-from autograder.judge import catalogue
+from autograder.course import catalogue, notebook
 
 from support import REPO
 

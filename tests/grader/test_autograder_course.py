@@ -9,7 +9,8 @@ import pytest
 from nbgrader.dbutil import _temp_alembic_ini
 
 from autograder import cli
-from autograder.course import Course, CourseError
+from autograder.course import CourseError
+from autograder.course.directory import Course
 from autograder.course.nbgrader_glue import alembic_head
 from autograder.course.notebook import exercise_of
 

@@ -8,7 +8,7 @@ from html import unescape
 import pytest
 
 from autograder import cli
-from autograder.course import Course
+from autograder.course.directory import Course
 
 from support.course import ASSIGNMENT, NOTEBOOK, make_course, source_notebook, use_toy_catalogue
 

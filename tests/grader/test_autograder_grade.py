@@ -295,7 +295,8 @@ def test_a_check_that_crashes_is_reported_to_the_instructor_with_its_traceback(c
     record = json.loads((course.state_dir / "graded" / ASSIGNMENT / "alice.json").read_text())
     add, square = record["verdicts"]["a00-add"], record["verdicts"]["a00-square-backward"]
     assert not add["passed"] and "ZeroDivisionError" in add["detail"] and "instructor" in add["message"]
-    assert square == {"passed": True, "message": "", "detail": ""}
+    assert add["kind"] == "grader error"   # decided by the judge, recorded with the verdict
+    assert square == {"passed": True, "message": "", "detail": "", "kind": "right"}
     # the student reads the same message nbgrader scored: one verdict, stated once
     autograded = json.loads((course.autograded_dir("alice", ASSIGNMENT) / f"{NOTEBOOK}.ipynb").read_text())
     errors = [o["evalue"] for c in autograded["cells"] for o in c.get("outputs", []) if o["output_type"] == "error"]

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.course import Course
+from autograder.course.directory import Course
 
 from support.course import (
     ASSIGNMENT,

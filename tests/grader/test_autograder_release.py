@@ -119,7 +119,7 @@ def test_the_generated_kit_is_scanned_like_any_released_file(tmp_path):
 
     from autograder import kit
     from autograder.commands.release import scan, secret_index
-    from autograder.course import Course
+    from autograder.course.directory import Course
 
     course = Course.open()
     kit.build_kit(tmp_path)

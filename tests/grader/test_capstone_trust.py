@@ -14,7 +14,7 @@ import textwrap
 import numpy as np
 import pytest
 
-from autograder.judge import catalogue
+from autograder.course import catalogue
 from autograder.judge.session import Session
 
 from support import REPO, judging

@@ -26,7 +26,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from autograder.course import Course, CourseError
+from autograder.course import CourseError
+from autograder.course.directory import Course
 from autograder.grading import executors
 from autograder.grading.record import Ledger
 

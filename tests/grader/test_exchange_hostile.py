@@ -175,8 +175,8 @@ def test_a_student_without_a_secret_stops_no_ones_feedback(course, tmp_path, cap
 def test_a_notebook_over_the_limit_is_not_graded_on_any_path(course, capsys, monkeypatch):
     """A folder placed in submitted/ by hand is held to the limit a collect applies: the same
     submissions are graded here and on a Dask worker (whose reply carries the notebook)."""
-    from autograder.commands import grade as grade_module
     from autograder.grading import executors
+    from autograder.grading import run as grade_module
     assert executors.MAX_GRADED_NOTEBOOK_BYTES > exchange_module.MAX_NOTEBOOK_BYTES
     monkeypatch.setattr(grade_module, "MAX_NOTEBOOK_BYTES", 1000)
     folder = course.submitted_dir("walter", ASSIGNMENT)

@@ -15,8 +15,7 @@ import re
 import nbformat
 import pytest
 
-from autograder.course import notebook
-from autograder.judge import catalogue
+from autograder.course import catalogue, notebook
 from autograder.mutants import Mutant, apply_mutant, load_alternatives, load_mutants
 
 from support import REPO

@@ -22,7 +22,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder.course import Course
+from autograder.course.directory import Course
 
 from support import REPO
 from support.attacks import (

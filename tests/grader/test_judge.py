@@ -10,7 +10,7 @@ import inspect
 import pytest
 
 from autograder import kit
-from autograder.judge import catalogue
+from autograder.course import catalogue
 from autograder.judge.bubblewrap import Sandbox
 from autograder.judge.judge import code_cells, judge, transform
 
@@ -36,10 +36,13 @@ def verdict(*cells: str, budget: float = 30.0):
 
 
 def test_a_correct_answer_passes_and_a_wrong_one_fails_with_the_checks_message():
-    assert verdict(reference_mul_source()).passed
+    right = verdict(reference_mul_source())
+    assert right.passed and right.kind == "right"
     wrong = reference_mul_source().replace("unbroadcast(grad * y, x.shape)", "grad * y")
     result = verdict(wrong)
     assert not result.passed and "unbroadcast" in result.message, result
+    # the engine's own shape check raised, at no line of the student's to show: the judge's kind says so
+    assert result.kind == "crash", result
 
 
 def test_isolation_a_buggy_unbroadcast_in_the_notebook_costs_mul_nothing():
@@ -65,7 +68,7 @@ def test_the_reference_of_the_judged_exercise_is_not_in_the_sandbox():
 @pytest.mark.parametrize("attack", [
     "raise SystemExit",
     "import os\nos._exit(0)",
-    "import autograder.judge.catalogue\nautograder.judge.catalogue.graded = lambda *a: None",
+    "import autograder.course.catalogue\nautograder.course.catalogue.graded = lambda *a: None",
     "import builtins\nbuiltins.isinstance = lambda *a: True",
 ])
 def test_attacks_in_a_cell_do_not_pass(attack):
@@ -76,7 +79,7 @@ def test_attacks_in_a_cell_do_not_pass(attack):
 def test_a_crash_while_judged_is_a_verdict_naming_it():
     crash = reference_mul_source().replace("x, y = self.inputs", "import ctypes; ctypes.string_at(0)")
     result = verdict(crash)
-    assert not result.passed and "segmentation fault" in result.message
+    assert not result.passed and "segmentation fault" in result.message and result.kind == "sandbox died"
 
 
 @pytest.mark.slow
@@ -86,13 +89,24 @@ def test_an_endless_loop_is_a_verdict_naming_the_time_limit():
     # the verdict and its message, not the seconds: on a loaded machine the sandbox's clock (what the
     # budget counts) runs behind the wall clock, up to WALL_STRETCH budgets
     assert not result.passed and "time limit" in result.message and "3 s" in result.message, result.message
+    assert result.kind == "time-out"
 
 
 def test_an_answer_that_is_missing_or_whose_cell_fails_says_so():
-    assert "Mul is not defined" in verdict("x = 1").message
+    missing = verdict("x = 1")
+    assert "Mul is not defined" in missing.message and missing.kind == "not answered"
     result = judging.verdict("t02-mul", [("cell 0", IMPORTS), ("t02-mul", "class Mul(Function):\n    oops(\n")],
                              budget=30)
-    assert "the cell that defines Mul raised SyntaxError" in result.message
+    assert "the cell that defines Mul raised SyntaxError" in result.message and result.kind == "crash"
+
+
+def test_a_verdicts_kind_agrees_with_whether_it_passed():
+    from autograder.judge.verdict import Verdict
+
+    assert Verdict("t02-mul", True).kind == "right"
+    for passed, kind in ((False, ""), (False, "right"), (True, "wrong"), (False, "bug")):
+        with pytest.raises(ValueError, match="cannot be of kind"):
+            Verdict("t02-mul", passed, "a message", kind=kind)
 
 
 def test_cells_stop_at_the_exercises_hidden_test_and_leave_test_cells_out():

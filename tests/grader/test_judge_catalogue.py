@@ -2,7 +2,7 @@
 
 import pytest
 
-from autograder.judge import catalogue
+from autograder.course import catalogue
 from autograder.judge.checks import GradingFailure, graded
 
 from support import FIXTURES, judging

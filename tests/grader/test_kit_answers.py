@@ -18,8 +18,7 @@ from pathlib import Path
 import pytest
 
 from autograder import kit
-from autograder.course import notebook
-from autograder.judge import catalogue
+from autograder.course import catalogue, notebook
 from autograder.kit import build_kit
 from autograder.kit.shipped.answers import answer_cells
 
@@ -169,7 +168,7 @@ def test_diagnose_names_a_broken_earlier_op(tmp_path):
 def test_each_piece_diagnose_checks_is_named_by_the_exercises_it_is_made_of(tmp_path):
     """`@graded(..., diagnose=...)` states which pieces an exercise is part of; the kit lists them:
     every piece diagnose() checks has its exercises, and no exercise names a piece it does not check."""
-    from autograder.judge import catalogue
+    from autograder.course import catalogue
 
     build_kit(tmp_path)
     result = run_in(tmp_path, """
@@ -248,7 +247,7 @@ def test_the_training_command_runs_the_capstones_own_answer(tmp_path):
 def test_the_judges_kit_never_loads_notebooks():
     """Grading isolation: the sandbox's kit (kit_modules) gets exactly the answers the judge sends;
     it never looks for notebooks by itself, as the students' kit does when imported."""
-    from autograder.judge import catalogue
+    from autograder.course import catalogue
     from autograder.kit import kit_files, kit_modules
 
     # The kit's __init__ is one shipped file: it loads the notebooks when its table says so.

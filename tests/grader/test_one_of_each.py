@@ -1,4 +1,5 @@
-"""The grader's middle has one of each: one catalogue of exercises, one notebook model, one swap.
+"""The grader's middle has one of each: one catalogue of exercises (and one title of an exercise),
+one notebook model, one swap, one write-then-rename, one way to escape the class page.
 
 Each was once implemented two to five times (issue 22). A second implementation creeping back is
 found here by what it would have to contain: the catalogue's dict and decorator, the nbgrader
@@ -31,11 +32,23 @@ def offenders(pattern: str, allowed: set[Path], exclude: set[Path] = frozenset()
 
 
 def test_one_catalogue_of_exercises():
-    catalogue = PACKAGE / "judge" / "catalogue.py"
+    catalogue = PACKAGE / "course" / "catalogue.py"
     assert not offenders(r"\ndef graded\(", {catalogue})
+    assert not offenders(r"\ndef _?title\(\s*exercise", {catalogue})  # what an exercise is called: one title()
     assert not offenders(r"\ndef (exercise|declared|by_id|spec_of|spec_by_id|find)\(\s*exercise_id", {catalogue})
     assert not offenders(r"^_\w+: dict\[str, (Spec|Exercise)\]", {catalogue})
     assert not (PACKAGE / "spec.py").exists() and not (PACKAGE / "judge" / "registry.py").exists()
+
+
+def test_one_write_then_rename():
+    """A file written whole or not at all, never through a link: course/files.py, the one temporary name."""
+    files = PACKAGE / "course" / "files.py"
+    assert not offenders(r"""\.tmp["']""", {files})
+
+
+def test_the_class_page_escapes_through_its_templates():
+    """The pages of analytics/ are Jinja2 templates with autoescape, not f-strings escaped by hand."""
+    assert not offenders(r"html\.escape\(", set(), {p for p in sources() if p.parent.name != "analytics"})
 
 
 def test_one_notebook_model():

@@ -63,7 +63,7 @@ def test_pip_install_gives_a_working_autograder_and_engine(tmp_path):
 def _grade_a_hostile_submission_in_the_installed_tools(tmp_path: Path, bin_dir: Path, site: str) -> None:
     """release a02 into a scratch course, grade an unanswered a02 whose cells reach for the
     installed reference and checks (imports, exec of their files, their text in a message)."""
-    from autograder.course import Course
+    from autograder.course.directory import Course
 
     course = tmp_path / "course"
     (course / "source").mkdir(parents=True)

@@ -55,18 +55,18 @@ def synthetic_class(seed: int = 0) -> tuple[dict[str, dict], frozenset[str]]:
 
     students: dict[str, dict] = {}
 
-    def add(name: str, notebooks: dict[str, dict], exercise: str = "", message: str = "") -> None:
-        students[name] = {"notebooks": notebooks, "verdicts": {exercise: (False, message)} if exercise else {}}
+    def add(name: str, notebooks: dict[str, dict], exercise: str = "", verdict=None) -> None:
+        students[name] = {"notebooks": notebooks, "verdicts": {exercise: verdict} if exercise else {}}
 
     for name, mutant, count in (("x", X, 15), ("y", Y, 8)):
         nbs = with_variant(A, _mutant(mutant))
-        message = judged(A, EXERCISE, nbs)
+        verdict = judged(A, EXERCISE, nbs)
         for i in range(1, count + 1):
-            add(f"{name}{i:02d}", styled(nbs, EXERCISE), EXERCISE, message)
+            add(f"{name}{i:02d}", styled(nbs, EXERCISE), EXERCISE, verdict)
     stub = unanswered(A, EXERCISE)
-    stub_message = judged(A, EXERCISE, stub)
+    stub_verdict = judged(A, EXERCISE, stub)
     for i in range(1, 5):
-        add(f"n{i:02d}", styled(stub, EXERCISE), EXERCISE, stub_message)
+        add(f"n{i:02d}", styled(stub, EXERCISE), EXERCISE, stub_verdict)
     crash = _mutant(CRASH)
     moved = dataclasses.replace(crash, replace="# back to x's shape\n        " + crash.replace)
     for i, mutant in enumerate((crash, crash, moved), 1):
@@ -117,9 +117,10 @@ def test_the_page_ranks_each_mistake_with_its_students(graded_class, tmp_path, c
     assert unbroadcast["answered_late"] == 4   # x01, x02, y01 and ok01 (full marks) handed in late
 
     # three wrong answers that raise, the judge quoting two different lines, are one bug group
-    messages = {s: json.loads((course.state_dir / "graded" / A / f"{s}.json").read_text())["verdicts"]["a02-sum"]
-                ["message"] for s in ("c01", "c02", "c03")}
-    assert messages["c01"] == messages["c02"] != messages["c03"]
+    records = {s: json.loads((course.state_dir / "graded" / A / f"{s}.json").read_text())["verdicts"]["a02-sum"]
+               for s in ("c01", "c02", "c03")}
+    assert records["c01"]["message"] == records["c02"]["message"] != records["c03"]["message"]
+    assert {r["kind"] for r in records.values()} == {"wrong"}   # the judge's kind, recorded with the verdict
     assert [(g["kind"], g["students"]) for g in by_exercise["a02-sum"]["groups"]] == [("bug", ["c01", "c02", "c03"])]
     assert all(not e["groups"] for name, e in by_exercise.items() if name not in (EXERCISE, "a02-sum"))
 

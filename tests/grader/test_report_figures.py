@@ -29,7 +29,7 @@ def test_a_long_mistake_keeps_its_diagnosis_on_the_chart(tmp_path):
     message = ("summing over the last axis of a (3, 4, 5) float64 array with keepdims=False: Sum.backward: "
                "your code raised ValueError: broadcast_to: cannot broadcast shape (3, 4) to (3, 4, 5) because the "
                f"trailing axes do not match (in backward, line 15). {diagnosis}")
-    [g] = group("a02-sum", {"ann": message})
+    [g] = group("a02-sum", {"ann": {"message": message, "kind": "wrong"}})
     assert g.kind == BUG
     label = plots.label(g)
     assert " ".join(label.split()).endswith(diagnosis) and "line 15" not in label

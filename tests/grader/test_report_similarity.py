@@ -18,8 +18,7 @@ import pytest
 
 from autograder.analytics import THRESHOLD
 from autograder.analytics import similarity as sim
-from autograder.course import notebook
-from autograder.judge import catalogue
+from autograder.course import catalogue, notebook
 from autograder.mutants import load_alternatives
 
 from support.classes import (

@@ -19,7 +19,8 @@ import pytest
 
 from autograder import kit
 from autograder.commands.release import signature
-from autograder.judge import catalogue, scrub
+from autograder.course import catalogue
+from autograder.judge import scrub
 from autograder.judge.bubblewrap import Sandbox
 from autograder.judge.sealed import Oracle, OracleError
 

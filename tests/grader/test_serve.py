@@ -264,8 +264,8 @@ def test_a_hostile_inbound_is_refused_as_collect_refuses_it(course):
 
 def test_kill_9_mid_grade_loses_nothing_and_grades_nothing_twice(course):
     records = {student: record(course, student) for student in ("alice", "bob", "carol")}
-    code = ("import sys; from autograder.course import Course; from autograder.commands.serve import Service; "
-            "Service(Course.open(sys.argv[1]), jobs=1).run(0.2)")
+    code = ("import sys; from autograder.course.directory import Course; "
+            "from autograder.commands.serve import Service; Service(Course.open(sys.argv[1]), jobs=1).run(0.2)")
     service = subprocess.Popen([sys.executable, "-c", code, str(course.root)], start_new_session=True)
     state = course.state_dir / "serve" / "state.json"
     try:

@@ -17,8 +17,7 @@ from __future__ import annotations
 
 import pytest
 
-from autograder.course import notebook
-from autograder.judge import catalogue
+from autograder.course import catalogue, notebook
 
 from support import judging
 

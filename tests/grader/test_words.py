@@ -19,8 +19,8 @@ import yaml
 from bs4 import BeautifulSoup
 
 from autograder import cli
-from autograder.course import Course, notebook
-from autograder.judge import catalogue
+from autograder.course import catalogue, notebook
+from autograder.course.directory import Course
 from autograder.mutants import apply_mutant, load_mutants
 
 from support import REPO

@@ -8,7 +8,7 @@ import json
 import os
 from pathlib import Path
 
-from autograder.course import Course
+from autograder.course.directory import Course
 from autograder.course.notebook import exercise_of
 from autograder.judge.bubblewrap import UID_BASE
 
@@ -90,7 +90,7 @@ def submissions(course: Course, released: dict, listener_port: int) -> dict[str,
     s["pat"] = (with_answer(ref, "a02-mul", mul_with("return grad, grad")), FULL - POINTS["a02-mul"])
 
     # -- the verdict forged from inside the student's process -------------------------------------
-    s["atk-patch-catalogue"] = (with_cell(empty, "import autograder.judge.catalogue as h\n"
+    s["atk-patch-catalogue"] = (with_cell(empty, "import autograder.course.catalogue as h\n"
                                                  "h.graded = lambda *a, **k: (lambda run: None)"), 0)
     s["atk-patch-numpy"] = (with_cell(empty, "import numpy as np\nnp.allclose = lambda *a, **k: True\n"
                                              "np.testing.assert_allclose = lambda *a, **k: None"), 0)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import dataclasses
 import functools
 import json
 import re
@@ -20,7 +21,8 @@ import shutil
 import nbformat
 
 from autograder.authoring.selfcheck import apply_mutant
-from autograder.course import Course, notebook
+from autograder.course import notebook
+from autograder.course.directory import Course
 from autograder.mutants import Mutant, load_alternatives
 
 from support import REPO
@@ -127,14 +129,14 @@ def disguise(code: str) -> str:
 
 # -- a class recorded as grade records it --------------------------------------------------------------
 
-def judged(assignment: str, exercise: str, notebooks: dict[str, dict]) -> str:
-    """What the real judge says of ``exercise`` in ``notebooks`` ('' when it passes)."""
+def judged(assignment: str, exercise: str, notebooks: dict[str, dict]):
+    """The real judge's verdict on ``exercise`` in ``notebooks``."""
     from support import judging
 
     nb = next(nb for nb in notebooks.values() if any(notebook.grade_id(c) == exercise for c in nb["cells"]))
     verdict = judging.verdict(exercise, nb["cells"])
     assert not verdict.detail, (exercise, verdict)
-    return "" if verdict.passed else verdict.message
+    return verdict
 
 
 def unanswered(assignment: str, exercise: str, notebooks: dict[str, dict] | None = None) -> dict[str, dict]:
@@ -169,15 +171,16 @@ def released_course(root, assignment: str, due: str = "2026-11-20 10:00") -> Cou
 
 def record_class(course: Course, assignment: str, students: dict[str, dict],
                  late: frozenset[str] = frozenset()) -> None:
-    """Write ``students`` (student -> {"notebooks": {name: nb}, "verdicts": {exercise: (passed, message)}})
+    """Write ``students`` (student -> {"notebooks": {name: nb}, "verdicts": {exercise: Verdict}}; a
+    verdict given as (passed, message) is recorded without its kind, as a grader before kinds did)
     into ``course`` as ``grade`` does: the submission, the autograded notebook with the judge's
     messages on the failed exercises' test cells, the gradebook rows (SaveAutoGrades and the late
     penalty, as grade's recording step runs them) and the ledger's verdicts."""
     from autograder.grading.record import Ledger, _record, fingerprint
     from autograder.grading.workers import Finished
-    from autograder.judge.judge import Verdict
     from autograder.judge.restore import restore
     from autograder.judge.submission import autograded, judged_exercises
+    from autograder.judge.verdict import WRONG, Verdict
 
     ledger = Ledger(course, assignment)
     template_dir = course.source_dir(assignment)
@@ -192,9 +195,13 @@ def record_class(course: Course, assignment: str, students: dict[str, dict],
         for name, nb in sub["notebooks"].items():
             (submitted / f"{name}.ipynb").write_text(json.dumps(nb))
             restored, _ = restore(notebook.read(template_dir / f"{name}.ipynb"), notebook.validated(json.dumps(nb)))
-            verdicts = {e: Verdict(e, *sub["verdicts"].get(e, (True, ""))) for e in judged_exercises(restored.cells)}
+            given = {e: sub["verdicts"].get(e) or Verdict(e, True) for e in judged_exercises(restored.cells)}
+            # a (passed, message) has a kind only for the autograded notebook, which shows none
+            verdicts = {e: v if isinstance(v, Verdict) else Verdict(e, v[0], v[1], kind="" if v[0] else WRONG)
+                        for e, v in given.items()}
             notebook.write(autograded(restored, verdicts), scratch / f"{name}.ipynb")
-            result["notebooks"][name] = {e: {"passed": v.passed, "message": v.message, "detail": ""}
+            result["notebooks"][name] = {e: dataclasses.asdict(v) if isinstance(given[e], Verdict) else
+                                         {"passed": v.passed, "message": v.message, "detail": ""}
                                          for e, v in verdicts.items()}
         (scratch / "timestamp.txt").write_text(stamp)
         done = Finished(student, fingerprint(submitted), 0.0, result, scratch)

@@ -17,7 +17,7 @@ from pathlib import Path
 import psutil
 
 from autograder import cli
-from autograder.course import Course
+from autograder.course.directory import Course
 
 from support import REPO
 

@@ -9,10 +9,10 @@ import json
 
 import nbformat
 
-from autograder.course import notebook
-from autograder.judge import catalogue
+from autograder.course import catalogue, notebook
 from autograder.judge.bubblewrap import Sandbox
-from autograder.judge.judge import Verdict, code_cells, judge
+from autograder.judge.judge import code_cells, judge
+from autograder.judge.verdict import Verdict
 
 from support import REPO
 

@@ -16,4 +16,4 @@ Part 2, the tensor engine's graph walk of `solutions/graph.py` (`toposort`, `run
 the walk is the student's.
 """
 # The parts in the notebook's order: @graded declares each exercise as its module is imported.
-from . import scalar, tensor_graph  # noqa: I001
+from . import scalar, tensor_graph  # noqa: F401, I001

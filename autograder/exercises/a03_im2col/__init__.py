@@ -17,4 +17,4 @@ which calls the student's kernel, and their forward, backward and gradients of g
 mistake and the pattern of the case, never the inputs or the expected values.
 """
 # The parts in the notebook's order: @graded declares each exercise as its module is imported.
-from . import im2col, conv, pool  # noqa: I001
+from . import im2col, conv, pool  # noqa: F401, I001

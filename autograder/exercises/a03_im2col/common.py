@@ -10,7 +10,6 @@ from autograder.judge.checks import (
     GradingFailure,
     close,
     dtype_name,
-    in_sandbox,
     judged,
     recorded_calls,
     reference_engine,
@@ -39,13 +38,6 @@ def _conv():
 
 def _pool():
     return importlib.import_module("solutions.ops.pool")
-
-
-def _in_sandbox(array: np.ndarray):
-    """A copy of `array` that lives in the sandbox (a proxy): the student's code can write into it,
-    and np.asarray(proxy) reads it back. An array passed by value would be copied over, so an
-    in-place write there would never be seen here."""
-    return in_sandbox(array)
 
 
 def _array(label: str, name: str, got, shape: tuple, dtype, shape_hint=None) -> np.ndarray:

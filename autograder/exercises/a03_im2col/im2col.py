@@ -10,6 +10,7 @@ from autograder.judge.checks import (
     close,
     dtype_name,
     graded,
+    in_sandbox,
     judged,
     run,
     time_limit,
@@ -24,7 +25,6 @@ from .common import (
     _as_the_convolution_calls,
     _conv_shapes,
     _im,
-    _in_sandbox,
     _slow,
     _speed,
 )
@@ -111,7 +111,7 @@ def check_windows(windows, rng):
             label = f"{label}, input {shape}, {dtype_name(dtype)}"
             xp = rng.standard_normal(shape).astype(dtype)
             keep = xp.copy()
-            there = _in_sandbox(xp)
+            there = in_sandbox(xp)
             got = run(f"{label}: windows", f, there, kernel, stride, dilation)
             if not np.array_equal(np.asarray(there), keep):
                 raise GradingFailure(f"{label}: windows changed its input; it only reads it")

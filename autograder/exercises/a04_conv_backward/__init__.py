@@ -13,4 +13,4 @@ one channel), on arrays and on Tensors with gradients of gradients. Messages nam
 mistake, never the inputs or the expected values.
 """
 # The parts in the notebook's order: @graded declares each exercise as its module is imported.
-from . import spread, padding, derived  # noqa: I001
+from . import spread, padding, derived  # noqa: F401, I001

@@ -15,4 +15,4 @@ reproducibility from the given generator. Optimizers are run for several steps w
 by hand and compared with PyTorch's update rules. Messages name the kind of mistake.
 """
 # The submodules in the notebook's order: @graded declares each exercise as its module is imported.
-from . import module, init, functional, numerical, optim, dataloader  # noqa: I001
+from . import module, init, functional, numerical, optim, dataloader  # noqa: F401, I001

@@ -3,12 +3,8 @@ from __future__ import annotations
 
 import functools
 
-import numpy as np
-
 from autograder.judge.checks import (
     GradingFailure,
-    current,
-    in_sandbox,
     sandbox_type,
     student_engine,
     too_slow,
@@ -24,17 +20,6 @@ _slow = functools.partial(too_slow, seconds=TIME_LIMIT)
 # --------------------------------------------------------------------------------------------
 # The sandbox side: objects made there, with the student's engine
 # --------------------------------------------------------------------------------------------
-
-
-def _student_rng(seed: int):
-    """`np.random.default_rng(seed)`, made in the sandbox (a Generator does not cross)."""
-    return current().module("numpy").random.default_rng(seed)
-
-
-def _sandbox_array(a: np.ndarray):
-    """A sandbox copy of `a`, kept there (a proxy): what the student's code changes in place shows
-    up in `np.asarray(proxy)`."""
-    return in_sandbox(a)
 
 
 def _sandbox_subclass(base, name: str, namespace: dict):

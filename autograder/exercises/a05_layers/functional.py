@@ -10,19 +10,19 @@ from autograder.judge.checks import (
     close,
     dtype_name,
     graded,
+    in_sandbox,
     judged,
     raises,
     run,
     student_engine,
+    student_rng,
     time_limit,
     type_name,
 )
 
 from .common import (
     TIME_LIMIT,
-    _sandbox_array,
     _slow,
-    _student_rng,
     _tensor_result,
 )
 
@@ -116,7 +116,7 @@ def check_dropout(dropout, rng):
         for label, p, training in [("evaluation mode (training=False), p = 0.5", 0.5, False),
                                    ("training with p = 0", 0.0, True)]:
             out = _tensor_result(label, "dropout", run(f"{label}: dropout", f, _t(x.copy(), True), p, training,
-                                                      _student_rng(1)), x.shape)
+                                                      student_rng(1)), x.shape)
             if not np.array_equal(out.data, x):
                 raise GradingFailure(f"{label}: dropout must return x unchanged (no mask, no scaling)")
         for p, dtype in [(0.3, np.float64), (0.5, np.float32), (0.8, np.float64)]:
@@ -124,7 +124,7 @@ def check_dropout(dropout, rng):
             ones = np.ones((200, 250), dtype=dtype)
             xt = Tensor(ones.copy(), requires_grad=True)
             out = _tensor_result(label, "dropout", run(f"{label}: dropout", f, xt, p, True,
-                                                      _student_rng(int(rng.integers(1 << 30)))), ones.shape)
+                                                      student_rng(int(rng.integers(1 << 30)))), ones.shape)
             if out.dtype != dtype:
                 raise GradingFailure(f"{label}: keep x's dtype (draw the mask in x's dtype or cast it)")
             v = np.asarray(out.data, dtype=np.float64)
@@ -157,9 +157,9 @@ def check_dropout(dropout, rng):
                 raise GradingFailure(f"{label}: the gradient must go through the same mask and scale as the output")
         # the same generator state gives the same mask; the mask depends on it
         x = rng.standard_normal((30, 40))
-        first = run("dropout twice with the same seed", f, _t(x.copy()), 0.5, True, _student_rng(7))
-        second = run("dropout twice with the same seed", f, _t(x.copy()), 0.5, True, _student_rng(7))
-        third = run("dropout with another seed", f, _t(x.copy()), 0.5, True, _student_rng(8))
+        first = run("dropout twice with the same seed", f, _t(x.copy()), 0.5, True, student_rng(7))
+        second = run("dropout twice with the same seed", f, _t(x.copy()), 0.5, True, student_rng(7))
+        third = run("dropout with another seed", f, _t(x.copy()), 0.5, True, student_rng(8))
         first, second, third = (np.asarray(_tensor_result("dropout with a seeded generator", "dropout", out).data)
                                 for out in (first, second, third))
         if not np.array_equal(first, second) or np.array_equal(first, third):
@@ -168,7 +168,7 @@ def check_dropout(dropout, rng):
         if not np.allclose(first[first != 0], 2 * x[first != 0]):
             raise GradingFailure("for an arbitrary x, every kept element is x / (1-p) (here p = 0.5)")
         for p in (-0.1, 1.5):
-            if not isinstance(run(f"dropout with p = {p}", raises, f, _t(np.ones(3)), p, True, _student_rng(1)),
+            if not isinstance(run(f"dropout with p = {p}", raises, f, _t(np.ones(3)), p, True, student_rng(1)),
                               ValueError):
                 raise GradingFailure(f"p = {p} is not a probability: raise a ValueError for p outside [0, 1]")
         label = "training with rng=None"
@@ -179,7 +179,7 @@ def check_dropout(dropout, rng):
             raise GradingFailure(f"{label}: without a generator draw the mask from a fresh np.random.default_rng()")
         label = "training with p = 1"
         xt = Tensor(rng.standard_normal((3, 4)), requires_grad=True)
-        out = _tensor_result(label, "dropout", run(f"{label}: dropout", f, xt, 1.0, True, _student_rng(1),
+        out = _tensor_result(label, "dropout", run(f"{label}: dropout", f, xt, 1.0, True, student_rng(1),
                                                    hint=lambda e: "p = 1 drops every element: return x * 0 (zeros "
                                                                   "that stay in the graph), never divide by "
                                                                   "1 - p = 0"),
@@ -249,8 +249,7 @@ def check_batch_norm(batch_norm, rng):
             rm0 = rng.standard_normal(C).astype(dtype) if stats else None
             rv0 = rng.uniform(0.5, 2.0, C).astype(dtype) if stats else None
             # the student's running statistics live in the sandbox, where they are updated in place
-            rm, rv = (None if rm0 is None else _sandbox_array(rm0.copy())), \
-                (None if rv0 is None else _sandbox_array(rv0.copy()))
+            rm, rv = in_sandbox(rm0), in_sandbox(rv0)
             upstream = rng.standard_normal(shape)
             needs = (True, False, False, affine, affine)
 

@@ -13,13 +13,13 @@ from autograder.judge.checks import (
     run,
     same_object,
     student_engine,
+    student_rng,
     time_limit,
 )
 
 from .common import (
     TIME_LIMIT,
     _slow,
-    _student_rng,
 )
 
 
@@ -70,7 +70,7 @@ def check_kaiming_uniform(kaiming_uniform_, rng):
             label = f"{label}, {dtype_name(dtype)}"
             t = Tensor(np.zeros(shape, dtype=dtype))
             seed = int(rng.integers(1 << 30))
-            out = run(f"{label}: kaiming_uniform_", lambda: kaiming_uniform_(t, rng=_student_rng(seed), **kwargs))
+            out = run(f"{label}: kaiming_uniform_", lambda: kaiming_uniform_(t, rng=student_rng(seed), **kwargs))
             if not same_object(out, t):
                 raise GradingFailure(f"{label}: fill the tensor in place and return it (return tensor), as "
                                      "torch.nn.init does")
@@ -88,7 +88,7 @@ def check_kaiming_uniform(kaiming_uniform_, rng):
                     and abs(float(np.var(w.astype(np.float64))) / (bound * bound / 3) - 1) < 0.05 \
                     and abs(float(np.mean(w))) < 0.02 * bound:
                 t2 = Tensor(np.zeros(shape, dtype=dtype))
-                run(f"{label}: kaiming_uniform_", lambda: kaiming_uniform_(t2, rng=_student_rng(seed), **kwargs))
+                run(f"{label}: kaiming_uniform_", lambda: kaiming_uniform_(t2, rng=student_rng(seed), **kwargs))
                 if not np.array_equal(np.asarray(t2.data), w):
                     raise GradingFailure(f"{label}: draw from the generator `rng` you are given, so that a seeded "
                                          "model is the same model every time")
@@ -113,7 +113,7 @@ def _filled(label: str, name: str, f, shape, dtype, seed: int, **kwargs) -> np.n
     (returns the very tensor, keeps shape and dtype, draws from the given generator)."""
     Tensor = student_engine().Tensor
     t = Tensor(np.zeros(shape, dtype=dtype))
-    out = run(f"{label}: {name}", lambda: f(t, rng=_student_rng(seed), **kwargs))
+    out = run(f"{label}: {name}", lambda: f(t, rng=student_rng(seed), **kwargs))
     if not same_object(out, t):
         raise GradingFailure(f"{label}: fill the tensor in place and return it (return tensor), as torch.nn.init does")
     w = np.asarray(t.data)
@@ -122,7 +122,7 @@ def _filled(label: str, name: str, f, shape, dtype, seed: int, **kwargs) -> np.n
     if not np.any(w):
         raise GradingFailure(f"{label}: the tensor is still all zeros: draw the values into it")
     t2 = Tensor(np.zeros(shape, dtype=dtype))
-    run(f"{label}: {name}", lambda: f(t2, rng=_student_rng(seed), **kwargs))
+    run(f"{label}: {name}", lambda: f(t2, rng=student_rng(seed), **kwargs))
     if not np.array_equal(np.asarray(t2.data), w):
         raise GradingFailure(f"{label}: draw from the generator `rng` you are given, so that a seeded model is the "
                              "same model every time")

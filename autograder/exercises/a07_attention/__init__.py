@@ -16,4 +16,4 @@ merged out of order, a causal mask off by one, an embedding gradient assigned in
 accumulated, layer norm over the batch), never the hidden inputs or values.
 """
 # The submodules in the notebook's order: @graded declares each exercise as its module is imported.
-from . import masks, attention, heads, embedding, layer_norm  # noqa: I001
+from . import masks, attention, heads, embedding, layer_norm  # noqa: F401, I001

@@ -11,9 +11,11 @@ from autograder.judge.checks import (
     close,
     graded,
     judged,
+    raises,
     run,
     second_order,
     student_engine,
+    student_rng,
     time_limit,
     type_name,
 )
@@ -23,11 +25,9 @@ from .common import (
     _additive,
     _causal,
     _grads,
-    _raises,
     _reference_attention,
     _slow,
     _student_attention,
-    _student_rng,
 )
 
 
@@ -169,7 +169,7 @@ def _check_dropout(S, f, rng):
     kwargs = {"dropout_p": 0.5, "is_causal": True}
     out, got, want, student, reference = _compare_attention(
         label, S, f, q, k, v, {**kwargs, "rng": np.random.default_rng(seed)},
-        student_kwargs={**kwargs, "rng": _student_rng(seed)})
+        student_kwargs={**kwargs, "rng": student_rng(seed)})
     if not close(got, want.data):
         kept = np.array(R.ops.scaled_dot_product_attention(R.Tensor(q), R.Tensor(k), R.Tensor(v), is_causal=True).data)
         if close(got, kept):
@@ -180,7 +180,7 @@ def _check_dropout(S, f, rng):
     _check_gradients(label, S, out, want, student, reference, rng, np.float64)
     label = "dropout_p = 1 (every weight dropped)"
     zero = run(f"{label}: scaled_dot_product_attention",
-               lambda: f(S.Tensor(q), S.Tensor(k), S.Tensor(v), dropout_p=1.0, rng=_student_rng(seed)))
+               lambda: f(S.Tensor(q), S.Tensor(k), S.Tensor(v), dropout_p=1.0, rng=student_rng(seed)))
     if not isinstance(zero, S.Tensor) or not np.all(np.asarray(zero.data) == 0):
         raise GradingFailure(f"{label}: with every weight dropped the output is 0; dropout_p is passed on to "
                              "dropout_attention as it is")
@@ -199,18 +199,18 @@ def check_attention(scaled_dot_product_attention, rng):
             _check_gradients(label, S, out, want, student, reference, rng, dtype)
         _check_dropout(S, f, rng)
         q, k, v = (S.Tensor(rng.standard_normal((2, 3, 4))) for _ in range(3))
-        error = _raises(f, q, k, v, attn_mask=np.ones((3, 3), dtype=bool), is_causal=True)
+        error = raises(f, q, k, v, attn_mask=np.ones((3, 3), dtype=bool), is_causal=True)
         if not isinstance(error, ValueError):
             raise GradingFailure("attn_mask together with is_causal=True must raise a ValueError that says to pass "
                                  "one or the other, not both" + ("" if error is None else
                                                                  f" (yours raised {type_name(error)})"))
         for p in (-0.1, 1.5):
-            if not isinstance(_raises(f, q, k, v, dropout_p=p), ValueError):
+            if not isinstance(raises(f, q, k, v, dropout_p=p), ValueError):
                 raise GradingFailure("a dropout_p outside [0, 1] must raise a ValueError")
         # a (L, D) query and a (2, L, S) mask: the scores are (L, S), and the mask would add an axis
         q, k, v = (S.Tensor(rng.standard_normal(shape)) for shape in ((3, 4), (5, 4), (5, 2)))
         wide = np.ones((2, 3, 5), dtype=bool)
-        error = _raises(f, q, k, v, attn_mask=wide)
+        error = raises(f, q, k, v, attn_mask=wide)
         if not isinstance(error, ValueError):
             raise GradingFailure("a mask that does not broadcast to the scores' shape (a (2, L, S) mask for (L, S) "
                                  "scores) must raise a ValueError (broadcast_mask checks it); yours "

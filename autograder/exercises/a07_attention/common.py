@@ -1,5 +1,5 @@
 """What the checks of a07_attention share: the time limit, masks and softmaxes for the hints'
-candidates, gradients through either engine, and arrays kept in the sandbox."""
+candidates, gradients through either engine, and whether the arrays kept in the sandbox stayed as they were."""
 from __future__ import annotations
 
 import functools
@@ -7,13 +7,12 @@ import importlib
 
 import numpy as np
 
-from autograder.judge.checks import GradingFailure, close, current, in_sandbox, raises, student_module, too_slow
+from autograder.judge.checks import GradingFailure, close, student_module, too_slow
 
 TIME_LIMIT = 30.0
 
 
 _slow = functools.partial(too_slow, seconds=TIME_LIMIT)
-_raises = raises
 
 
 def _reference_attention():
@@ -22,11 +21,6 @@ def _reference_attention():
 
 def _student_attention():
     return student_module("solutions.ops.attention")
-
-
-def _student_rng(seed: int):
-    """`np.random.default_rng(seed)`, made in the sandbox (a Generator does not cross)."""
-    return current().module("numpy").random.default_rng(seed)
 
 
 def _additive(mask: np.ndarray, dtype) -> np.ndarray:
@@ -79,8 +73,3 @@ def _kept(name: str, arrays: dict[str, tuple[object, np.ndarray]], label: str) -
             raise GradingFailure(f"{label}: {name} changed its argument `{arg}` in place (an in-place `+=`, `-=` "
                                  "or out= into it): the caller's array must stay as it was; compute into a new "
                                  "array (z = x + mask)")
-
-
-def _sandbox_copy(a: np.ndarray | None):
-    """A copy of `a` kept in the sandbox (a proxy), so that an in-place change shows up here."""
-    return None if a is None else in_sandbox(a.copy())

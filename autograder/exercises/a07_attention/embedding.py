@@ -3,9 +3,19 @@ from __future__ import annotations
 
 import numpy as np
 
-from autograder.judge.checks import GradingFailure, close, graded, judged, run, student_engine, time_limit, type_name
+from autograder.judge.checks import (
+    GradingFailure,
+    close,
+    graded,
+    in_sandbox,
+    judged,
+    run,
+    student_engine,
+    time_limit,
+    type_name,
+)
 
-from .common import TIME_LIMIT, _grads, _kept, _sandbox_copy, _slow
+from .common import TIME_LIMIT, _grads, _kept, _slow
 
 
 @graded("a07-embedding-backward", "solutions.ops.attention:embedding_backward_array", points=2)
@@ -24,7 +34,7 @@ def check_embedding_backward(embedding_backward_array, rng):
             ids = np.zeros(ids_shape, dtype=np.int64) if label.startswith("every") else \
                 rng.integers(0, min(V, 4) if V < 10 else V, ids_shape)
             g = rng.standard_normal(ids_shape + (E,)).astype(dtype)
-            there = {"grad": (_sandbox_copy(g), g.copy()), "indices": (_sandbox_copy(ids), ids.copy())}
+            there = {"grad": (in_sandbox(g), g.copy()), "indices": (in_sandbox(ids), ids.copy())}
             got = run(f"{label}: embedding_backward_array", f, there["grad"][0], there["indices"][0], V)
             _kept("embedding_backward_array", there, label)
             want = reference(g, ids, V)

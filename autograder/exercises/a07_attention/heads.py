@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from autograder.judge.checks import GradingFailure, graded, run, student_engine, time_limit, type_name
+from autograder.judge.checks import GradingFailure, graded, raises, run, student_engine, time_limit, type_name
 
-from .common import TIME_LIMIT, _grads, _raises, _slow
+from .common import TIME_LIMIT, _grads, _slow
 
 
 def _reshuffle_check(label, name, f, S, x, want_fn, hints, rng):
@@ -60,7 +60,7 @@ def check_split_heads(split_heads, rng):
                                  "a Tensor of shape (N, H, T, D)")
         for label, args in [("E = 10 with 4 heads", (np.ones((2, 3, 10)), 4)), ("0 heads", (np.ones((2, 3, 6)), 0)),
                             ("a 2-D input", (np.ones((3, 6)), 2))]:
-            error = _raises(f, S.Tensor(args[0]), args[1])
+            error = raises(f, S.Tensor(args[0]), args[1])
             if not isinstance(error, ValueError):
                 raise GradingFailure(f"{label}: split_heads must raise a ValueError naming the problem")
             if label.startswith("E =") and "head" not in str(error).lower():
@@ -86,5 +86,5 @@ def check_merge_heads(merge_heads, rng):
             ]
             _reshuffle_check(label, "merge_heads", merge_heads, S, rng.standard_normal(shape),
                              lambda E_, x: E_.ops.merge_heads(x), hints, rng)
-        if not isinstance(_raises(merge_heads, S.Tensor(np.ones((2, 3, 4)))), ValueError):
+        if not isinstance(raises(merge_heads, S.Tensor(np.ones((2, 3, 4)))), ValueError):
             raise GradingFailure("a 3-D input: merge_heads must raise a ValueError naming the shape")

@@ -9,6 +9,7 @@ from autograder.judge.checks import (
     close,
     graded,
     judged,
+    raises,
     run,
     second_order,
     student_engine,
@@ -16,7 +17,7 @@ from autograder.judge.checks import (
     type_name,
 )
 
-from .common import TIME_LIMIT, _grads, _raises, _slow
+from .common import TIME_LIMIT, _grads, _slow
 
 
 def _layer_norm_hint(got, x, shape, w, b, eps, dtype) -> str:
@@ -102,5 +103,5 @@ def check_layer_norm(layer_norm, rng):
                                              ("normalized_shape (2, 4) for input (4, 2)", (4, 2), (2, 4), None),
                                              ("a weight of shape (3,) for normalized_shape (4,)", (2, 4), 4, (3,))]:
             weight = None if wshape is None else S.Tensor(np.ones(wshape))
-            if not isinstance(_raises(f, S.Tensor(np.ones(x_shape)), norm, weight), ValueError):
+            if not isinstance(raises(f, S.Tensor(np.ones(x_shape)), norm, weight), ValueError):
                 raise GradingFailure(f"{label}: layer_norm must raise a ValueError naming the shapes")

@@ -47,10 +47,6 @@ import numpy as np
 PACKAGE_EXERCISES = Path(__file__).resolve().parents[1] / "exercises"
 
 
-class GradingFailure(Exception):
-    """Raised by a check: the message is shown to the student as feedback."""
-
-
 Check = Callable[[Any, np.random.Generator], None]
 
 
@@ -270,6 +266,13 @@ def assignment_name(prefix: str) -> str:
 def prefixes() -> list[str]:
     """Assignment prefixes ("a01", ...) that have a catalogue module in the package."""
     return sorted({name.split("_", 1)[0] for name in assignment_names()})
+
+
+def title(exercise_id: str) -> str:
+    """What a student and the instructor call an exercise (feedback, the class page): the title its
+    check declares, else the id itself (an exercise no catalogue module declares any more)."""
+    spec = declared(exercise_id)
+    return spec.title or exercise_id if spec is not None else exercise_id
 
 
 def in_engine() -> list[Spec]:
