@@ -34,7 +34,8 @@ def offenders(pattern: str, allowed: set[Path], exclude: set[Path] = frozenset()
 def test_one_catalogue_of_exercises():
     catalogue = PACKAGE / "course" / "catalogue.py"
     assert not offenders(r"\ndef graded\(", {catalogue})
-    assert not offenders(r"\ndef _?title\(\s*exercise", {catalogue})  # what an exercise is called: one title()
+    # what an exercise is called: one title() (the students' kit reads the titles the catalogue wrote into it)
+    assert not offenders(r"\ndef _?title\(\s*exercise", {catalogue}, exclude=STANDALONE)
     assert not offenders(r"\ndef (exercise|declared|by_id|spec_of|spec_by_id|find)\(\s*exercise_id", {catalogue})
     assert not offenders(r"^_\w+: dict\[str, (Spec|Exercise)\]", {catalogue})
     assert not (PACKAGE / "spec.py").exists() and not (PACKAGE / "judge" / "registry.py").exists()
