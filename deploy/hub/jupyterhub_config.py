@@ -56,13 +56,16 @@ c.JupyterHub.load_groups = {"instructors": {"users": sorted(ROLES["instructor"])
 # home (mode 0700: `deploy/hub.py users` makes it so), from one environment every user can read.
 c.JupyterHub.spawner_class = "localprocess"
 c.Spawner.cmd = [str(PREFIX / "venv" / "bin" / "jupyterhub-singleuser")]
-c.Spawner.default_url = "/lab"
+# Students land on their course page (student/python/autograd_course_page: the assignments, due
+# dates, submissions and feedback); instructors on JupyterLab (below).
+c.Spawner.default_url = "/course/"
 c.Spawner.notebook_dir = "~"
 c.Spawner.start_timeout = 120
 c.Spawner.http_timeout = 120
 # The students' Jupyter configuration: the exchange, no formgrader, no create-assignment toolbar.
 EXCHANGE = os.environ.get("AUTOGRAD_EXCHANGE", "/srv/nbgrader/exchange")
-c.Spawner.environment = {"JUPYTER_CONFIG_PATH": str(HERE / "student"), "AUTOGRAD_EXCHANGE": EXCHANGE}
+c.Spawner.environment = {"JUPYTER_CONFIG_PATH": str(HERE / "student"), "AUTOGRAD_EXCHANGE": EXCHANGE,
+                         "PYTHONPATH": str(HERE / "student" / "python")}
 # Instructors get the formgrader (manual grading of the written answers) guarded against their
 # students' scripts (instructor/python/autograd_formgrader_guard.py), their course folder, and the
 # grader on their PATH (readable by the instructors' system group only: deploy/hub.py install_grader).
@@ -70,7 +73,7 @@ GRADER = PREFIX / "grader"
 c.Spawner.group_overrides = {
     "01-instructors": {
         "groups": ["instructors"],
-        "spawner_override": {"environment": {  # merged into the above
+        "spawner_override": {"default_url": "/lab", "environment": {  # merged into the above
             "JUPYTER_CONFIG_PATH": str(HERE / "instructor"),
             "PYTHONPATH": str(HERE / "instructor" / "python"),
             "AUTOGRAD_MATHJAX": str(GRADER / "lib" / "sphinx-mathjax-offline" / "static" / "mathjax"),
