@@ -15,6 +15,8 @@ import os
 import re
 import shutil
 import sys
+import threading
+import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -34,6 +36,13 @@ sys.path.insert(0, str(STUDENT / "python"))
 import autograd_course_page as page_module  # noqa: E402  (the extension, as the students' PYTHONPATH has it)
 
 TITLE = "a00 · Toy assignment"  # the released notebook's first heading
+# In the open page: what its status region comes to say (waited for at most 90 s).
+NEWS = """(async () => {
+    for (let i = 0; i < 180 && !document.getElementById("updates").textContent.trim(); i++) {
+        await new Promise(resolve => setTimeout(resolve, 500));
+    }
+    return document.getElementById("updates").textContent.trim();
+})()"""
 
 
 def visible(text: str) -> str:
@@ -138,14 +147,18 @@ def test_a_student_fetches_submits_and_reads_their_feedback_from_the_page(course
 
     # in a browser: readable by everyone (axe, light and dark), by keyboard, in the reader's time
     # zone; the feedback page's scripts run (its local time) in a sandbox that cannot reach the server
-    with Chromium() as chromium:
+    with Chromium(timeout=120) as chromium:
         for scheme in ("light", "dark"):
             found = chromium.open(f"{url}?token={token}", color_scheme=scheme, probe=axe.probe()).probe
             assert not axe.serious(found), axe.describe(f"the course page ({scheme})", axe.serious(found))
+        # 640 px wide: a 1280 px window at 200 % zoom; nothing to scroll sideways
         opened = chromium.open(f"{url}?token={token}", tabs=8, width=640,
                                screenshot=ARTEFACTS / "course-page-640px.png",
-                               probe="[...document.querySelectorAll('time')].map(t => t.textContent)")
-        assert opened.probe and not re.match(r"\d{4}-", opened.probe[0]), opened.probe  # the script ran
+                               probe="({times: [...document.querySelectorAll('time')].map(t => t.textContent),"
+                                     " wide: document.documentElement.scrollWidth - window.innerWidth})")
+        times = opened.probe["times"]
+        assert times and not re.match(r"\d{4}-", times[0]), times  # the script ran
+        assert opened.probe["wide"] <= 0, opened.probe
         assert all(f["visible"] for f in opened.focus if f), opened.focus
         reached = {f["text"] for f in opened.focus if f}
         assert {"Skip to the content", "Submit " + TITLE} & reached, reached
@@ -155,6 +168,18 @@ def test_a_student_fetches_submits_and_reads_their_feedback_from_the_page(course
                   ".textContent, api: await fetch('/api/contents').then(r => r.status, () => 'blocked')}))()")
         assert sandboxed.probe["origin"] == "null" and sandboxed.probe["api"] == "blocked", sandboxed.probe
         assert not re.match(r"\d{4}-", sandboxed.probe["note"]), sandboxed.probe  # its script ran
+
+        # a student who submits again and keeps the page open: the link comes, and is said, by itself
+        assert post(session, url, "submit").status_code == 303
+        seen: dict = {}
+        watching = threading.Thread(target=lambda: seen.update(page=chromium.open(f"{url}?token={token}",
+                                                                                  probe=NEWS)))
+        watching.start()
+        time.sleep(2)  # the page open (a warm browser takes well under a second) before the grading
+        assert service.step()
+        watching.join()
+    assert seen["page"].probe and seen["page"].probe.endswith("is ready."), seen["page"].probe
+    assert TITLE in seen["page"].probe and "Feedback on your submission of" in seen["page"].probe
 
 
 def test_what_happens_next_follows_the_policy():
@@ -196,3 +221,19 @@ def test_what_is_read_from_the_exchange_is_bounded_and_never_through_a_link(tmp_
     assert page_module.parse_time("2026-11-29 05:15:37.285410 UTC") == datetime(2026, 11, 29, 5, 15, 37, 285410,
                                                                                 tzinfo=timezone.utc)
     assert page_module.parse_time("yesterday") is None
+
+
+def test_the_page_imports_nothing_the_students_environment_lacks():
+    """The students' servers have the hub's environment only (deploy/requirements-hub.txt): nothing
+    of the grader or the reference engine, which they cannot read."""
+    import ast
+
+    found = set()
+    for path in (STUDENT / "python" / "autograd_course_page").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                found |= {alias.name.split(".")[0] for alias in node.names}
+            elif isinstance(node, ast.ImportFrom) and not node.level:
+                found.add((node.module or "").split(".")[0])
+    assert found and not found & {"autograder", "solutions", "coursekit"}, found
+    assert {"jinja2", "jupyter_server", "nbgrader", "tornado"} <= found  # what the hub's environment brings
