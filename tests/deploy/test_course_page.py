@@ -237,3 +237,21 @@ def test_the_page_imports_nothing_the_students_environment_lacks():
                 found.add((node.module or "").split(".")[0])
     assert found and not found & {"autograder", "solutions", "coursekit"}, found
     assert {"jinja2", "jupyter_server", "nbgrader", "tornado"} <= found  # what the hub's environment brings
+
+
+def test_a_late_submission_is_told_by_how_much_when_it_arrives():
+    due = datetime(2026, 11, 1, 17, tzinfo=timezone.utc)
+    a = page_module.Assignment("a02_broadcasting", "a02 · Broadcasting", "fetched", due=due,
+                               rules={"before_due": "full", "on_submit": True})
+    s = page_module.Submission("2026-11-02 19:30:00.000000 UTC", due + timedelta(days=1, hours=2, minutes=30), True,
+                               [("a02_broadcasting", False)], late_by=timedelta(days=1, hours=2, minutes=30))
+    s.step = page_module.next_step(a, s, False, s.when)
+    a.submissions = [s]
+    shown = visible(page_module._env.get_template("course.html").render(
+        course_name="Autograd from Scratch", link=lambda *parts: "/" + "/".join(parts), static="/static/",
+        book_url="/services/book/", hub_url=None, logout_url=None, xsrf="", assignments=[a], paused=False,
+        message=("submit", a, s), error=""))
+    assert "Your submission of a02 · Broadcasting arrived at 2026-11-02 19:30 UTC. It is 1 day 2 hours after your " \
+           "due date." in shown, shown
+    assert "It was 1 day 2 hours after your due date." in shown
+    assert "a02_broadcasting" not in shown
