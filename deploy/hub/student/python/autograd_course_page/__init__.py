@@ -252,16 +252,16 @@ class CoursePage:
             found[name] = a
         for name, submissions in submitted.items():
             a = found.get(name)
-            if a is None:  # no longer released: its submissions are still the student's to see
+            if a is None:  # no longer released: not on the page (the Assignments tab still lists them)
                 continue
             ordered = sorted(submissions, key=lambda s: s.get("timestamp", ""), reverse=True)
-            for k, s in enumerate(ordered):
+            for s in ordered:
                 stamp = str(s.get("timestamp", ""))
                 if not STAMP.fullmatch(stamp):
                     continue
                 pages = [(nb["notebook_id"], bool(nb.get("has_exchange_feedback"))) for nb in s.get("notebooks", [])
                          if NAME.fullmatch(str(nb.get("notebook_id", "")))]
-                a.submissions.append(Submission(stamp, parse_time(stamp), k == 0, pages))
+                a.submissions.append(Submission(stamp, parse_time(stamp), not a.submissions, pages))
                 if a.own_due is None and a.due is not None:
                     secret = self.secret(s)
                     own = read_json(self.course / "feedback" / f"{notebook_hash(secret=secret, notebook_id=OWN_DUE)}"
