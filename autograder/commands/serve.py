@@ -541,6 +541,19 @@ def publish_student_view(service: Service) -> None:
     submission (:func:`own_due_name`): an accommodation stays between them and the instructor, and
     shows once the service has collected one of their submissions. Each file is written (then
     renamed) only when what it says changes, so a poll that finds nothing new writes nothing."""
+    try:
+        _publish_student_view(service)
+    except Exception as error:  # the page is a courtesy: nothing of it may stop the grading
+        complaint = f"grading service: the students' course page is not up to date ({type(error).__name__}: {error})"
+        if complaint not in _TOLD:  # once, not at every look at the exchange
+            _TOLD.add(complaint)
+            print(complaint, file=sys.stderr)
+
+
+_TOLD: set[str] = set()
+
+
+def _publish_student_view(service: Service) -> None:
     course, now = service.course, controls(service.course)
     term = Term.load(course)
     view: dict[str, Any] = {"paused": bool(now["paused"]), "assignments": {}}
@@ -567,14 +580,11 @@ def publish_student_view(service: Service) -> None:
                 if SECRET.fullmatch(secret):
                     theirs = due + timedelta(seconds=extra)
                     own[own_due_name(secret)] = theirs.replace(tzinfo=timezone.utc).isoformat()
-    try:  # the page is a courtesy: an exchange it cannot write to stops no grading
-        _publish(service.root / STUDENT_VIEW, json.dumps(view, indent=1, sort_keys=True))
-        if own:
-            (service.root / "feedback").mkdir(mode=0o711, exist_ok=True)
-        for name, due_text in own.items():
-            _publish(service.root / "feedback" / name, json.dumps({"due": due_text}))
-    except OSError as error:
-        print(f"grading service: the students' course page is not up to date ({error})", file=sys.stderr)
+    _publish(service.root / STUDENT_VIEW, json.dumps(view, indent=1, sort_keys=True))
+    if own:
+        (service.root / "feedback").mkdir(mode=0o711, exist_ok=True)
+    for name, due_text in own.items():
+        _publish(service.root / "feedback" / name, json.dumps({"due": due_text}))
 
 
 def _publish(path: Path, text: str) -> None:

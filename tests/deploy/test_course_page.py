@@ -255,3 +255,17 @@ def test_a_late_submission_is_told_by_how_much_when_it_arrives():
            "due date." in shown, shown
     assert "It was 1 day 2 hours after your due date." in shown
     assert "a02_broadcasting" not in shown
+
+
+def test_what_the_service_publishes_never_stops_its_grading(course, capsys):
+    with open(course.root / "nbgrader_config.py", "a") as config:
+        config.write('\nc.FeedbackService.policy = {"a00_toy": {"before_due": "all of it"}}\n')
+    service = Service(course)
+    service.poll()
+    assert '"assignments": {}' in (Path(service.root) / STUDENT_VIEW).read_text()  # nothing wrong said
+    (Path(service.root) / STUDENT_VIEW).unlink()
+    (Path(service.root) / STUDENT_VIEW).mkdir()  # cannot be written
+    service.poll()
+    service.poll()
+    err = capsys.readouterr().err
+    assert err.count("the students' course page is not up to date") == 1, err
