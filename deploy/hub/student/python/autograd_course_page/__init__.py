@@ -195,9 +195,8 @@ def next_step(a: Assignment, s: Submission, paused: bool, now: datetime) -> str:
     if mode == "score":
         return wait + ("It is graded within about a minute: until the due date its feedback shows your score and "
                        "the results of the tests you can see in the notebook; the whole feedback comes at the due "
-                       "date. This page updates by itself.")
-    return wait + "It is graded within about a minute, and a link to its feedback will appear here. " \
-                  "This page updates by itself."
+                       "date.")
+    return wait + "It is graded within about a minute, and a link to its feedback will appear here."
 
 
 class CoursePage:

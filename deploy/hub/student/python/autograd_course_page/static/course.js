@@ -10,6 +10,7 @@
       const d = new Date(t.dateTime);
       if (!isNaN(d)) { t.textContent = format.format(d); t.title = `${zone} time`; }
     }
+    for (const note of root.querySelectorAll(".with-script")) note.hidden = false;  // true only with this script
   };
   local(document);
   const waiting = () => document.querySelectorAll(".submissions[data-waiting]");
