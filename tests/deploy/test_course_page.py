@@ -30,7 +30,7 @@ from support.browser import Chromium
 from support.course import ASSIGNMENT, NOTEBOOK, autograder, released_to_exchange
 from support.jupyter import jupyter_server
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("autograder")]
+pytestmark = [pytest.mark.xdist_group("autograder")]  # the tests of a course and a server are marked slow
 STUDENT = REPO / "deploy" / "hub" / "student"
 sys.path.insert(0, str(STUDENT / "python"))
 import autograd_course_page as page_module  # noqa: E402  (the extension, as the students' PYTHONPATH has it)
@@ -75,6 +75,7 @@ def post(session: requests.Session, url: str, action: str, assignment: str = ASS
     return session.post(f"{url}{action}", data={"assignment": assignment}, allow_redirects=False, timeout=120)
 
 
+@pytest.mark.slow
 def test_a_student_fetches_submits_and_reads_their_feedback_from_the_page(course, student, tmp_path):
     session, url, token = student
     service = Service(course)
@@ -257,6 +258,7 @@ def test_a_late_submission_is_told_by_how_much_when_it_arrives():
     assert "a02_broadcasting" not in shown
 
 
+@pytest.mark.slow
 def test_what_the_service_publishes_never_stops_its_grading(course, capsys):
     with open(course.root / "nbgrader_config.py", "a") as config:
         config.write('\nc.FeedbackService.policy = {"a00_toy": {"before_due": "all of it"}}\n')
