@@ -118,7 +118,9 @@ def test_a_student_fetches_submits_and_reads_their_feedback_from_the_page(course
     feedback = session.get(requests.compat.urljoin(url, html.unescape(link.group(1))), timeout=60)
     assert feedback.status_code == 200
     assert "This feedback is about your submission of" in feedback.text
-    assert "Back to your course page" in feedback.text and "BEGIN HIDDEN TESTS" not in feedback.text
+    assert "BEGIN HIDDEN TESTS" not in feedback.text
+    assert re.search(r'<body[^>]*><nav aria-label="Course"[^>]*><a href="/course/#a00_toy">Back to your course page',
+                     feedback.text) and feedback.text.startswith("<!DOCTYPE html>"), feedback.text[:300]
     sandbox = feedback.headers["Content-Security-Policy"]
     assert sandbox.startswith("sandbox allow-scripts") and "default-src 'none'" in sandbox
     stamp = html.unescape(link.group(1)).split("/")[-2]

@@ -10,6 +10,7 @@ import re
 import signal
 import time
 import urllib.parse
+from datetime import datetime, timezone
 from pathlib import Path
 
 import psutil
@@ -129,7 +130,13 @@ def test_the_course_page_says_it_arrived_and_links_its_feedback(hub):
     stamp = urllib.parse.unquote(address.rsplit("/", 2)[-2])
     feedback = c.s.get(address, timeout=120)
     assert feedback.status_code == 200 and feedback.headers["Content-Security-Policy"].startswith("sandbox")
-    assert "This feedback is about your submission of" in feedback.text and stamp[:19] in feedback.text
+    assert feedback.text.startswith("<!DOCTYPE html>"), feedback.text[:200]  # the way back is inside its body
+    # that submission's time: as collected (its files' last change in the exchange), within seconds of nbgrader's
+    about = re.search(r'This feedback is about your submission of <time datetime="([^"]+)"', feedback.text)
+    assert about, feedback.text[-3000:]
+    collected = datetime.fromisoformat(about.group(1))
+    submitted = datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S.%f UTC").replace(tzinfo=timezone.utc)
+    assert abs((collected - submitted).total_seconds()) < 10, (collected, submitted)
 
     # in the student's browser: the page readable by everyone (axe), the feedback's math typeset
     with Chromium() as chromium:
