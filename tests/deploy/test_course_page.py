@@ -36,6 +36,12 @@ sys.path.insert(0, str(STUDENT / "python"))
 import autograd_course_page as page_module  # noqa: E402  (the extension, as the students' PYTHONPATH has it)
 
 TITLE = "a00 · Toy assignment"  # the released notebook's first heading
+# JupyterLab's menu bar, once it is there (at most a minute).
+MENUS = """new Promise(done => { const started = Date.now(); (function wait() {
+    const labels = [...document.querySelectorAll(".lm-MenuBar-itemLabel")].map(e => e.textContent);
+    if (labels.length > 3) done(labels);
+    else if (Date.now() - started > 60000) done(null);
+    else setTimeout(wait, 200); })(); })"""
 # In the open page: what its status region comes to say (waited for at most 90 s).
 NEWS = """(async () => {
     for (let i = 0; i < 180 && !document.getElementById("updates").textContent.trim(); i++) {
@@ -171,6 +177,16 @@ def test_a_student_fetches_submits_and_reads_their_feedback_from_the_page(course
                   ".textContent, api: await fetch('/api/contents').then(r => r.status, () => 'blocked')}))()")
         assert sandboxed.probe["origin"] == "null" and sandboxed.probe["api"] == "blocked", sandboxed.probe
         assert not re.match(r"\d{4}-", sandboxed.probe["note"]), sandboxed.probe  # its script ran
+
+        # and from JupyterLab, a "Course" menu leads back to the page (and to the book)
+        menus = chromium.open(f"{url.removesuffix('course/')}lab?token={token}", probe=MENUS).probe
+        assert menus and "Course" in menus, menus
+        settings = session.get(f"{url.removesuffix('course/')}lab/api/settings/@jupyterlab/mainmenu-extension:plugin",
+                               timeout=60).json()
+        [course_menu] = [m for m in settings["schema"]["properties"]["menus"]["default"] if m["label"] == "Course"]
+        assert [(i["args"]["text"], i["args"]["url"]) for i in course_menu["items"]] == [
+            ("Your assignments (the course page)", "/hub/user-redirect/course/"),
+            ("The course book", "/services/book/")]
 
         # a student who submits again and keeps the page open: the link comes, and is said, by itself
         assert post(session, url, "submit").status_code == 303
