@@ -26,7 +26,7 @@ import requests
 from autograder.commands.serve import STUDENT_VIEW, Service, own_due_name
 
 from support import ARTEFACTS, REPO, axe
-from support.browser import Chromium
+from support.browser import LAB_MENUS, Chromium
 from support.course import ASSIGNMENT, NOTEBOOK, autograder, released_to_exchange
 from support.jupyter import jupyter_server
 
@@ -36,12 +36,6 @@ sys.path.insert(0, str(STUDENT / "python"))
 import autograd_course_page as page_module  # noqa: E402  (the extension, as the students' PYTHONPATH has it)
 
 TITLE = "a00 · Toy assignment"  # the released notebook's first heading
-# JupyterLab's menu bar, once it is there (at most a minute).
-MENUS = """new Promise(done => { const started = Date.now(); (function wait() {
-    const labels = [...document.querySelectorAll(".lm-MenuBar-itemLabel")].map(e => e.textContent);
-    if (labels.length > 3) done(labels);
-    else if (Date.now() - started > 60000) done(null);
-    else setTimeout(wait, 200); })(); })"""
 # In the open page: what its status region comes to say (waited for at most 90 s).
 NEWS = """(async () => {
     for (let i = 0; i < 180 && !document.getElementById("updates").textContent.trim(); i++) {
@@ -179,7 +173,7 @@ def test_a_student_fetches_submits_and_reads_their_feedback_from_the_page(course
         assert not re.match(r"\d{4}-", sandboxed.probe["note"]), sandboxed.probe  # its script ran
 
         # and from JupyterLab, a "Course" menu leads back to the page (and to the book)
-        menus = chromium.open(f"{url.removesuffix('course/')}lab?token={token}", probe=MENUS).probe
+        menus = chromium.open(f"{url.removesuffix('course/')}lab?token={token}", probe=LAB_MENUS).probe
         assert menus and "Course" in menus, menus
         settings = session.get(f"{url.removesuffix('course/')}lab/api/settings/@jupyterlab/mainmenu-extension:plugin",
                                timeout=60).json()

@@ -17,7 +17,7 @@ import psutil
 import pytest
 
 from support import ARTEFACTS, axe
-from support.browser import Chromium
+from support.browser import LAB_MENUS, Chromium
 from support.hub import COURSE, GRADER, REPO, Browser, answered, as_user
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("hub")]
@@ -114,6 +114,12 @@ def test_the_course_page_says_it_arrived_and_links_its_feedback(hub):
     fetched = c.server("course/fetch", "POST", data={"assignment": ASSIGNMENT})
     assert fetched.status_code == 303, fetched.text[-2000:]
     work(c)
+    # the service publishes what a student may read at its next look at the exchange (every 2 s)
+    view = hub.exchange / COURSE / "student_view.json"
+    for _ in range(300):
+        if view.is_file() and ASSIGNMENT in json.loads(view.read_text())["assignments"]:
+            break
+        time.sleep(0.2)
     submitted = c.server("course/submit", "POST", data={"assignment": ASSIGNMENT})
     assert submitted.status_code == 303, submitted.text[-2000:]
     told = c.s.get(f"{hub.base}{submitted.headers['Location']}", timeout=120).text
@@ -148,3 +154,6 @@ def test_the_course_page_says_it_arrived_and_links_its_feedback(hub):
         shown = chromium.open(address, screenshot=ARTEFACTS / "hub-feedback-page.png",
                               probe="document.querySelectorAll('mjx-container').length")
         assert shown.probe > 0, "no formula typeset in the feedback page"
+        # and JupyterLab's Course menu, the way back (what the hub gives the students' servers)
+        menus = chromium.open(f"{hub.base}/user/{c.user}/lab", probe=LAB_MENUS).probe
+        assert menus and "Course" in menus, menus
