@@ -236,6 +236,7 @@ class Service:
             changed = True
         if changed:
             self.state.save()
+        publish_student_view(self)
 
     def due(self, assignment: str, student: str | None = None) -> datetime | None:
         """The assignment's due date, or ``student``'s own: with the extension the instructor gave them
@@ -519,6 +520,79 @@ def score_page(course: Course, assignment: str, student: str, notebook_name: str
             f"<p>Score: {score:g} out of {total:g} (the hidden tests are counted, not shown, until the due date)."
             "</p><table><caption>The tests you can see in the notebook</caption>"
             f"<thead><tr><th>exercise</th><th>result</th></tr></thead><tbody>{rows}</tbody></table></body></html>\n")
+
+
+# -- what a student may read: the course page (deploy/hub/student/python/autograd_course_page) --------
+
+STUDENT_VIEW = "student_view.json"   # in the exchange's course folder, beside inbound/ and outbound/
+OWN_DUE = "due date"                 # hashed with a submission's secret: the name of its student's own due date
+
+
+def own_due_name(secret: str) -> str:
+    """The file in the exchange's ``feedback/`` folder (listed by no one) that holds the own due date
+    of the student who made the submission with this secret: only they can name it."""
+    from nbgrader.utils import notebook_hash
+    return f"{notebook_hash(secret=secret, notebook_id=OWN_DUE)}.json"
+
+
+def publish_student_view(service: Service) -> None:
+    """Publish what every student may read: per released assignment, its due date, what the policy
+    shows before it, and whether the service grades it on submit (``STUDENT_VIEW``); and, for each
+    student with an extension, their own due date, named by the secret of their collected
+    submission (:func:`own_due_name`): an accommodation stays between them and the instructor, and
+    shows once the service has collected one of their submissions. Each file is written (then
+    renamed) only when what it says changes, so a poll that finds nothing new writes nothing."""
+    try:
+        _publish_student_view(service)
+    except Exception as error:  # the page is a courtesy: nothing of it may stop the grading
+        complaint = f"grading service: the students' course page is not up to date ({type(error).__name__}: {error})"
+        if complaint not in _TOLD:  # once, not at every look at the exchange
+            _TOLD.add(complaint)
+            print(complaint, file=sys.stderr)
+
+
+_TOLD: set[str] = set()
+
+
+def _publish_student_view(service: Service) -> None:
+    course, now = service.course, controls(service.course)
+    term = Term.load(course)
+    view: dict[str, Any] = {"paused": bool(now["paused"]), "assignments": {}}
+    own: dict[str, str] = {}
+    with course.gradebook() as gb:
+        for assignment in service.released():
+            try:
+                rules = policy(course, assignment)
+            except CourseError:  # a wrong policy: `serve --status` names it; the page says nothing of it
+                continue
+            try:
+                due = gb.find_assignment(assignment).duedate
+            except Exception:  # nbgrader's MissingEntry: released without a due date
+                due = None
+            view["assignments"][assignment] = {
+                "due": due.replace(tzinfo=timezone.utc).isoformat() if due else None,
+                "before_due": rules.before_due, "on_submit": assignment not in now["off"]}
+            for student in sorted(set(term.extensions) | set(term.standing)) if due else ():
+                extra = term.base_extension(student, assignment, due)
+                secret_file = course.submitted_dir(student, assignment) / SECRET_FILE
+                if extra <= 0 or not secret_file.is_file() or secret_file.is_symlink():
+                    continue
+                secret = secret_file.read_text().strip()
+                if SECRET.fullmatch(secret):
+                    theirs = due + timedelta(seconds=extra)
+                    own[own_due_name(secret)] = theirs.replace(tzinfo=timezone.utc).isoformat()
+    _publish(service.root / STUDENT_VIEW, json.dumps(view, indent=1, sort_keys=True))
+    if own:
+        (service.root / "feedback").mkdir(mode=0o711, exist_ok=True)
+    for name, due_text in own.items():
+        _publish(service.root / "feedback" / name, json.dumps({"due": due_text}))
+
+
+def _publish(path: Path, text: str) -> None:
+    with contextlib.suppress(OSError, UnicodeDecodeError):
+        if path.read_text() == text:
+            return
+    write_file(path, text)
 
 
 # -- the command -----------------------------------------------------------------------------------

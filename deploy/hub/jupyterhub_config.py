@@ -57,7 +57,9 @@ c.JupyterHub.load_groups = {"instructors": {"users": sorted(ROLES["instructor"])
 # home (mode 0700: `deploy/hub.py users` makes it so), from one environment every user can read.
 c.JupyterHub.spawner_class = "localprocess"
 c.Spawner.cmd = [str(PREFIX / "venv" / "bin" / "jupyterhub-singleuser")]
-c.Spawner.default_url = "/lab"
+# Students land on their course page (student/python/autograd_course_page: the assignments, due
+# dates, submissions and feedback); instructors on JupyterLab (below).
+c.Spawner.default_url = "/course/"
 c.Spawner.notebook_dir = "~"
 c.Spawner.start_timeout = 120
 c.Spawner.http_timeout = 120
@@ -67,7 +69,8 @@ EXCHANGE = os.environ.get("AUTOGRAD_EXCHANGE", "/srv/nbgrader/exchange")
 # (Debian's /etc/profile resets it: the instructors' `autograder` was "command not found", the
 # students' `python` not their kernel's); no news or update check from the network, no news toast;
 # the course's name in JupyterLab's title (everyone/labconfig/page_config.d/, written by deploy/hub.py).
-# Validate in the course's words: student/python/autograd_validate.py, a server extension.
+# The students' own server extensions (student/python/): the course page (autograd_course_page) and
+# Validate in the course's words (autograd_validate).
 CONFIG_PATH = {role: os.pathsep.join([str(HERE / role), str(HERE / "everyone")]) for role in ("student", "instructor")}
 c.Spawner.environment = {"JUPYTER_CONFIG_PATH": CONFIG_PATH["student"], "AUTOGRAD_EXCHANGE": EXCHANGE,
                          "PYTHONPATH": str(HERE / "student" / "python"),
@@ -79,7 +82,7 @@ GRADER = PREFIX / "grader"
 c.Spawner.group_overrides = {
     "01-instructors": {
         "groups": ["instructors"],
-        "spawner_override": {"environment": {  # merged into the above
+        "spawner_override": {"default_url": "/lab", "environment": {  # merged into the above
             "JUPYTER_CONFIG_PATH": CONFIG_PATH["instructor"],
             "PYTHONPATH": str(HERE / "instructor" / "python"),
             "AUTOGRAD_MATHJAX": str(GRADER / "lib" / "sphinx-mathjax-offline" / "static" / "mathjax"),

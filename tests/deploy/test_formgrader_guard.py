@@ -11,16 +11,9 @@ starts under the policy. The hub test (tests/deploy/test_semester.py) does the s
 """
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import runpy
-import secrets
 import shutil
-import socket
-import subprocess
-import sys
-import time
 import urllib.request
 from pathlib import Path
 
@@ -42,6 +35,7 @@ from support.course import (
     use_toy_catalogue,
 )
 from support.hub import FORMGRADER_TABLE
+from support.jupyter import jupyter_server
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("autograder")]
 GUARD = REPO / "deploy" / "hub" / "instructor" / "python"
@@ -80,7 +74,6 @@ def hostile_notebook() -> dict:
     return nb
 
 
-@contextlib.contextmanager
 def instructor_server(root: Path, course: Path, guard: Path):
     """The instructor's Jupyter server as the hub configures it: the formgrader, the guard."""
     config = root / "instructor-config"
@@ -88,32 +81,7 @@ def instructor_server(root: Path, course: Path, guard: Path):
     (config / "jupyter_server_config.json").write_text(json.dumps(
         {"ServerApp": {"jpserver_extensions": {"autograd_formgrader_guard": True}}}))
     (config / "nbgrader_config.py").write_text(f"c = get_config()\nc.CourseDirectory.root = {str(course)!r}\n")
-    token = secrets.token_hex(16)
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    env = {**os.environ, "JUPYTER_CONFIG_PATH": str(config), "PYTHONPATH": str(guard), "HOME": str(root)}
-    log = (root / "server.log").open("w")
-    server = subprocess.Popen(
-        [sys.executable, "-m", "jupyterlab", "--no-browser", f"--ServerApp.port={port}", "--ServerApp.ip=127.0.0.1",
-         f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}", "--ServerApp.port_retries=0",
-         *(["--allow-root"] if os.geteuid() == 0 else [])], cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=log)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        for _ in range(300):
-            with contextlib.suppress(OSError):
-                urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=5)
-                break
-            assert server.poll() is None, (root / "server.log").read_text()[-3000:]
-            time.sleep(0.3)
-        yield base, token
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            server.kill()
-        log.close()
+    return jupyter_server(root, config, guard)
 
 
 def test_the_formgrader_runs_no_student_script(tmp_path, monkeypatch):

@@ -3,8 +3,8 @@
 (``strategies``), synthetic classes from the mutant catalogue (``classes``), a class of
 convergent honest answers with planted copies (``convergent``), the class's hub and
 its people (``hub``), chapters run as a student runs them (``chapters``), hostile submissions
-(``attacks``), the one harness that judges an exercise (``judging``) and feedback pages made
-without a course (``feedback``).
+(``attacks``), the one harness that judges an exercise (``judging``), feedback pages made
+without a course (``feedback``) and a Jupyter server configured as the hub's (``jupyter``).
 
 Test modules import from here, never from one another.
 """
@@ -14,3 +14,5 @@ TESTS = Path(__file__).resolve().parents[1]
 REPO = TESTS.parent
 FIXTURES = TESTS / "fixtures"
 GOLDEN = TESTS / "golden"
+# Screenshots the browser tests keep for a person to look at (not in git: _build/ is ignored).
+ARTEFACTS = REPO / "_build" / "test-artefacts"

@@ -98,6 +98,14 @@ SPOKEN = """(async () => {
 })()"""
 
 
+# JupyterLab's menu bar labels, once its shell is there (null after a minute without it).
+LAB_MENUS = """new Promise(done => { const started = Date.now(); (function wait() {
+    const labels = [...document.querySelectorAll(".lm-MenuBar-itemLabel")].map(e => e.textContent);
+    if (labels.length > 3) done(labels);
+    else if (Date.now() - started > 60000) done(null);
+    else setTimeout(wait, 200); })(); })"""
+
+
 class ChromiumMissing(RuntimeError):
     pass
 
