@@ -7,7 +7,7 @@ Chromium, shows only what the course supports. The student, in Chromium: the log
 course and says which account to use; JupyterLab's title names it too, no news toast, nothing asked
 of the network; the assignment fetched shows in the file browser by itself; the notebook opens
 unmodified; its chapter link opens the chapter from the hub's book; the hidden-test cell says in
-words what it is; the work is submitted. Screenshots of each step are kept in tests/artefacts/first-hour/
+words what it is; the work is submitted. Screenshots of each step are kept in _build/test-artefacts/first-hour/
 (git-ignored).
 """
 from __future__ import annotations
@@ -23,13 +23,13 @@ import pytest
 import requests
 import websocket
 
-from support import axe
+from support import ARTEFACTS, axe
 from support.browser import Chromium, Tab
 from support.hub import COURSE, FORMGRADER_TABLE, GRADER, REPO, Browser
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("hub")]
 
-ARTEFACTS = REPO / "tests" / "artefacts" / "first-hour"
+SHOTS = ARTEFACTS / "first-hour"
 TITLE = runpy.run_path(str(REPO / "deploy" / "hub.py"))["course_title"]()
 ASSIGNMENT = "a01_graphs"
 CHAPTER = REPO / "book" / "01_graphs.md"
@@ -92,7 +92,7 @@ def in_page(tab: Tab, user: str, action: str) -> dict:
 
 def test_the_first_hour_of_an_instructor_and_a_student(hub):
     instructor, student = hub.instructor, hub.students[0]
-    ARTEFACTS.mkdir(parents=True, exist_ok=True)
+    SHOTS.mkdir(parents=True, exist_ok=True)
 
     # The instructor: the README's command, typed in their own terminal, as written.
     teacher = Browser(hub, instructor)
@@ -114,7 +114,7 @@ def test_the_first_hour_of_an_instructor_and_a_student(hub):
         tab.until("document.querySelector('#username_input')", "the login form")
         login = tab.js("({title: document.title, course: document.querySelector('#course-title').innerText,"
                        " hint: document.querySelector('#account-hint').innerText})")
-        tab.screenshot(ARTEFACTS / "1-login.png")
+        tab.screenshot(SHOTS / "1-login.png")
         assert login["course"] == TITLE and TITLE in login["title"], login
         assert "username and password" in login["hint"], login
         found = chromium.open(f"{hub.base}/hub/login", probe=axe.probe()).probe
@@ -129,7 +129,7 @@ def test_the_first_hour_of_an_instructor_and_a_student(hub):
         time.sleep(3)  # the time a toast takes to show itself
         toasts = tab.js("[...document.querySelectorAll('.Toastify__toast')].map(t => t.innerText)")
         assert not toasts, toasts
-        tab.screenshot(ARTEFACTS / "2-jupyterlab.png")
+        tab.screenshot(SHOTS / "2-jupyterlab.png")
 
         # Fetch (the Assignments tab's request, from the page); the folder shows in the file browser by itself.
         fetched = in_page(tab, student, "fetch")
@@ -138,7 +138,7 @@ def test_the_first_hour_of_an_instructor_and_a_student(hub):
         tab.until(f"[...document.querySelectorAll('.jp-DirListing-itemText')].some(e => e.textContent.trim() === "
                   f"{json.dumps(ASSIGNMENT)})", "the fetched folder in the file browser", timeout=30)
         shown_after = time.monotonic() - started
-        tab.screenshot(ARTEFACTS / "3-fetched.png")
+        tab.screenshot(SHOTS / "3-fetched.png")
 
         # The notebook, opened as a student opens it (a double click on the folder, then on the
         # notebook): its kernel starts, and it is not marked modified.
@@ -151,7 +151,7 @@ def test_the_first_hour_of_an_instructor_and_a_student(hub):
                 break
             time.sleep(0.2)
         else:
-            tab.screenshot(ARTEFACTS / "4-notebook-failed.png")
+            tab.screenshot(SHOTS / "4-notebook-failed.png")
             raise AssertionError(f"the notebook's kernel did not start: {sessions} (at {tab.js('location.href')})")
         tab.until("document.querySelector('.jp-Notebook .jp-MarkdownCell a')", "the notebook's first cells")
         time.sleep(3)  # what JupyterLab writes into a notebook once its kernel is there
@@ -161,14 +161,14 @@ def test_the_first_hour_of_an_instructor_and_a_student(hub):
         link = tab.js(f"""(() => {{ const a = [...document.querySelectorAll('.jp-MarkdownCell a')]
             .find(a => a.getAttribute('href') === '/services/book/book/{CHAPTER.stem}.html');
             return a ? {{text: a.innerText, target: a.target}} : null; }})()""")
-        tab.screenshot(ARTEFACTS / "4-notebook.png")
+        tab.screenshot(SHOTS / "4-notebook.png")
         assert not dirty, "the fetched notebook opened marked modified"
         assert title.startswith(ASSIGNMENT[:12]) and title.endswith(f" - {TITLE}"), title  # (a long name is cut)
         assert link is not None and chapter_title in link["text"] and "Chapter 1" in link["text"], link
 
         # The chapter, from the hub's book, offline.
         page = chromium.open(f"{hub.base}/services/book/book/{CHAPTER.stem}.html",
-                             screenshot=ARTEFACTS / "5-chapter.png")
+                             screenshot=SHOTS / "5-chapter.png")
         assert chapter_title in page.dom, page.dom[:500]
         outside = [u for u in page.requests if not u.startswith((f"{hub.base}/", "data:", "blob:", "about:"))]
         assert not outside and not page.errors, (outside, page.errors[:3])
@@ -196,7 +196,7 @@ def test_the_first_hour_of_an_instructor_and_a_student(hub):
         desk.go(f"/user/{instructor}/formgrader/manage_assignments")
         desk.until("document.querySelector('tbody tr td.name a')", "the formgrader's assignments", timeout=120)
         shown = desk.js(FORMGRADER_TABLE)
-        desk.screenshot(ARTEFACTS / "6-formgrader.png")
+        desk.screenshot(SHOTS / "6-formgrader.png")
         assert shown["headers"] == ["Name", "Due Date", "Status", "Preview", "# Submissions", "Release Feedback"], shown
         assert not shown["add"] and "typed in your JupyterLab terminal" in shown["note"], shown
 

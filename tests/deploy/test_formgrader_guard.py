@@ -22,7 +22,7 @@ from nbconvert.exporters import HTMLExporter
 
 from autograder.course import notebook
 
-from support import axe
+from support import ARTEFACTS, axe
 from support.browser import Chromium, serve
 from support.course import (
     ASSIGNMENT,
@@ -84,15 +84,21 @@ def instructor_server(root: Path, course: Path, guard: Path):
     return jupyter_server(root, config, guard)
 
 
-def test_the_formgrader_runs_no_student_script(tmp_path, monkeypatch):
+def graded_course(tmp_path: Path, monkeypatch, student: str, nb: dict):
+    """The toy course, released, with ``student``'s notebook ``nb`` collected and graded."""
     use_toy_catalogue(monkeypatch)
     course = make_course(tmp_path / "course")
     assert autograder(course, "release", ASSIGNMENT, "--solutions", str(SOLUTIONS)) == 0
-    export = tmp_path / "export" / "mallory"
+    export = tmp_path / "export" / student
     export.mkdir(parents=True)
-    (export / f"{NOTEBOOK}.ipynb").write_text(json.dumps(hostile_notebook()))
+    (export / f"{NOTEBOOK}.ipynb").write_text(json.dumps(nb))
     assert autograder(course, "collect", ASSIGNMENT, str(export.parent)) == 0
     assert autograder(course, "grade", ASSIGNMENT, "--jobs", "1") == 0
+    return course
+
+
+def test_the_formgrader_runs_no_student_script(tmp_path, monkeypatch):
+    course = graded_course(tmp_path, monkeypatch, "mallory", hostile_notebook())
     with course.gradebook() as gb:
         submission = gb.find_submission_notebook(NOTEBOOK, ASSIGNMENT, "mallory").id
     config_before = (course.root / "nbgrader_config.py").read_text()
@@ -139,18 +145,11 @@ def test_the_formgrader_runs_no_student_script(tmp_path, monkeypatch):
 def test_the_formgrader_shows_only_what_the_course_supports(tmp_path, monkeypatch):
     """Its other buttons hidden and their API refused in one sentence; Release Feedback says how many
     written answers still wait to be graded by hand (issue 39)."""
-    use_toy_catalogue(monkeypatch)
-    course = make_course(tmp_path / "course")
-    assert autograder(course, "release", ASSIGNMENT, "--solutions", str(SOLUTIONS)) == 0
-    export = tmp_path / "export" / "ann"
-    export.mkdir(parents=True)
-    (export / f"{NOTEBOOK}.ipynb").write_text(json.dumps(source_notebook()))
-    assert autograder(course, "collect", ASSIGNMENT, str(export.parent)) == 0
-    assert autograder(course, "grade", ASSIGNMENT, "--jobs", "1") == 0  # its written answer: not graded yet
+    course = graded_course(tmp_path, monkeypatch, "ann", source_notebook())  # its written answer: not graded yet
     guard = tmp_path / "guard"
     shutil.copytree(GUARD, guard)
     hub["instructor_python"](guard)
-    artefacts = REPO / "tests" / "artefacts" / "formgrader"
+    artefacts = ARTEFACTS / "formgrader"
     with instructor_server(tmp_path, course.root, guard) as (base, token), Chromium() as chromium:
         for page, shown in (("manage_assignments", ["Name", "Due Date", "Status", "Preview", "# Submissions",
                                                       "Release Feedback"]),

@@ -10,12 +10,6 @@ import contextlib
 import csv
 import getpass
 import json
-import os
-import secrets
-import socket
-import subprocess
-import sys
-import time
 import urllib.request
 from datetime import timedelta
 from pathlib import Path
@@ -37,6 +31,7 @@ from support.course import (
     table,
     use_toy_catalogue,
 )
+from support.jupyter import jupyter_server
 
 pytestmark = [pytest.mark.xdist_group("autograder"), pytest.mark.slow]
 
@@ -96,46 +91,14 @@ def jupyterlab(home: Path):
 
     Yields ``request(method, path) -> body``, authenticated with the server's token.
     """
-    token = secrets.token_hex(16)
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    env = {**os.environ, "JUPYTER_CONFIG_DIR": str(home / ".jupyter"), "HOME": str(home)}
-    log = open(home / "jupyterlab.log", "w")  # noqa: SIM115 (closed below, once the server is gone)
-    server = subprocess.Popen(
-        [sys.executable, "-m", "jupyterlab", "--no-browser", f"--ServerApp.port={port}", "--ServerApp.ip=127.0.0.1",
-         f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={home}", "--ServerApp.port_retries=0",
-         *(["--allow-root"] if os.geteuid() == 0 else [])],
-        cwd=home, env=env, stdout=subprocess.DEVNULL, stderr=log)
+    with jupyter_server(home, None, None, env={"JUPYTER_CONFIG_DIR": str(home / ".jupyter")}) as (base, token):
+        def request(method: str, path: str) -> str:
+            req = urllib.request.Request(f"{base}{path}", method=method, data=b"" if method == "POST" else None,
+                                         headers={"Authorization": f"token {token}"})
+            with urllib.request.urlopen(req, timeout=60) as response:
+                return response.read().decode()
 
-    def request(method: str, path: str) -> str:
-        req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", method=method,
-                                     data=b"" if method == "POST" else None,
-                                     headers={"Authorization": f"token {token}"})
-        with urllib.request.urlopen(req, timeout=60) as response:
-            return response.read().decode()
-
-    try:
-        deadline = time.monotonic() + 90
-        while True:
-            try:
-                request("GET", "/api/status")
-                break
-            except OSError:
-                if server.poll() is not None or time.monotonic() > deadline:
-                    server.kill()
-                    raise AssertionError("JupyterLab did not start:\n"
-                                         f"{(home / 'jupyterlab.log').read_text()[-3000:]}") from None
-                time.sleep(0.3)
         yield request
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
-        log.close()
 
 
 def test_exchange_release_fetch_submit_collect_grade(course, tmp_path, capsys):

@@ -16,15 +16,16 @@ from pathlib import Path
 
 
 @contextlib.contextmanager
-def jupyter_server(root: Path, config: Path, pythonpath: Path, env: dict[str, str] | None = None,
+def jupyter_server(root: Path, config: Path | None, pythonpath: Path | None, env: dict[str, str] | None = None,
                    home: Path | None = None) -> Iterator[tuple[str, str]]:
-    """JupyterLab's server in ``root`` with JUPYTER_CONFIG_PATH ``config``; yields (base URL, token)."""
+    """JupyterLab's server in ``root`` with JUPYTER_CONFIG_PATH ``config`` and ``pythonpath`` (None:
+    this venv's own, as a student's laptop has it); yields (base URL, token)."""
     token = secrets.token_hex(16)
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    environ = {**os.environ, "JUPYTER_CONFIG_PATH": str(config), "PYTHONPATH": str(pythonpath),
-               "HOME": str(home or root), **(env or {})}
+    environ = {**os.environ, **({"JUPYTER_CONFIG_PATH": str(config)} if config else {}),
+               **({"PYTHONPATH": str(pythonpath)} if pythonpath else {}), "HOME": str(home or root), **(env or {})}
     log_path = root / "server.log"
     log = log_path.open("w")
     server = subprocess.Popen(
