@@ -48,13 +48,10 @@ import asyncio
 import contextlib
 import json
 import os
-import pwd
 import random
 import re
-import secrets
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -68,11 +65,9 @@ from pathlib import Path
 import psutil
 
 REPO = Path(__file__).resolve().parents[1]
-HUB = REPO / "deploy" / "hub.py"
-# deploy/hub.py's own, shared with tests/deploy/test_semester.py
-PREFIX = Path(os.environ.get("AUTOGRAD_HUB_PREFIX", "/opt/autograd-hub"))
-COURSE = "autograd-course"
-ASSIGNMENT = "a01_graphs"
+sys.path.insert(0, str(REPO / "tests"))  # the hub harness the tests use: tests/support is not installed
+from support.hub import ASSIGNMENT, COURSE, Hub  # noqa: E402
+
 CHAPTER = "01_graphs"
 MAX_STUDENTS = 120
 GRACE = 240                 # seconds a shape may run past its window (the last arrivals' spawns, a slow submit)
@@ -82,186 +77,17 @@ SHAPES = ("lecture", "lab", "deadline")
 STEPS = ("login", "spawn", "fetch", "kernel", "cell", "save", "submit")
 
 
-# -- the site: the hub of deploy/hub.py, with users of this run's own ------------------------------
+# -- the site: the hub of deploy/hub.py, with users of this run's own (tests/support/hub.py's harness) --
 
-def free_port() -> int:
-    """A port the kernel hands out as free, whose neighbours (+1 the proxy's API, +81 the hub's) are free too."""
-    def free(port: int) -> bool:
-        with socket.socket() as s:
-            return port < 65536 and s.connect_ex(("127.0.0.1", port)) != 0
-
-    for _ in range(50):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        if free(port + 1) and free(port + 81):
-            return port
-    raise RuntimeError("no free port on 127.0.0.1")
-
-
-class Site:
-    """deploy/hub.py's hub in a folder of this run's own, N students and an instructor as system users."""
-
-    def __init__(self, root: Path, n: int, cull_timeout: int = 3600, cull_every: int = 300,
-                 activity_interval: int = 300, spawn_limit: int | None = None):
-        if not 0 < n <= MAX_STUDENTS:
-            raise ValueError(f"bench_class: {n} students; between 1 and {MAX_STUDENTS}")
-        self.root = root
-        self.port = free_port()
-        self.base = f"http://127.0.0.1:{self.port}"
-        tag = secrets.token_hex(2)
-        self.instructor = f"ld{tag}i"
-        self.students = [f"ld{tag}s{k}" for k in range(n)]
-        self.exchange = root / "exchange"
-        self.env = {**os.environ, "AUTOGRAD_HUB_PREFIX": str(PREFIX), "AUTOGRAD_HUB_ETC": str(root / "etc"),
-                    "AUTOGRAD_HUB_STATE": str(root / "state"), "AUTOGRAD_EXCHANGE": str(self.exchange),
-                    "AUTOGRAD_HUB_PORT": str(self.port), "AUTOGRAD_CULL_TIMEOUT": str(cull_timeout),
-                    "AUTOGRAD_CULL_EVERY": str(cull_every), "AUTOGRAD_ACTIVITY_INTERVAL": str(activity_interval),
-                    **({"AUTOGRAD_SPAWN_LIMIT": str(spawn_limit)} if spawn_limit else {})}
-        self.passwords: dict[str, str] = {}
-        self.uids: dict[str, int] = {}
-        self.process: subprocess.Popen | None = None
-        self.log = root / "hub.log"
-
-    def hub_py(self, *args: str, timeout: float) -> str:
-        done = subprocess.run([sys.executable, str(HUB), *args], env=self.env, capture_output=True, text=True,
-                              timeout=timeout)
-        if done.returncode != 0:
-            raise RuntimeError(f"deploy/hub.py {args[0]}: {done.stderr[-3000:]}")
-        return done.stdout
-
-    def install(self) -> None:
-        self.hub_py("install", timeout=1800)
-
-    def install_site(self) -> None:
-        """This hub's configuration, state and exchange, on environments already installed."""
-        self.hub_py("site", timeout=300)
-
-    def add_users(self) -> None:
-        roster = self.root / "roster.csv"
-        roster.write_text("username,role\n" + f"{self.instructor},instructor\n"
-                          + "".join(f"{s},student\n" for s in self.students))
-        self.uids = {}  # filled before the users exist: a failure half-way still removes who was made
-        try:
-            out = self.hub_py("users", str(roster), "--passwords", timeout=60 + 5 * len(self.students))
-        finally:
-            for user in [self.instructor, *self.students]:
-                with contextlib.suppress(KeyError):
-                    self.uids[user] = pwd.getpwnam(user).pw_uid
-        self.passwords = dict(line.strip().split(": ") for line in out.splitlines() if line.startswith("  "))
-
-    def start(self) -> float:
-        started = time.monotonic()
-        self.process = subprocess.Popen([sys.executable, str(HUB), "start"], env=self.env, start_new_session=True,
-                                        stdout=self.log.open("w"), stderr=subprocess.STDOUT)
-        import urllib.request
-        while time.monotonic() - started < 180:
-            with contextlib.suppress(OSError):
-                with urllib.request.urlopen(f"{self.base}/hub/api/", timeout=2) as reply:
-                    if reply.status == 200:
-                        return time.monotonic() - started
-            if self.process.poll() is not None:
-                raise RuntimeError(f"the hub exited: {self.log.read_text()[-3000:]}")
-            time.sleep(0.3)
-        raise RuntimeError(f"the hub did not answer in 180 s: {self.log.read_text()[-3000:]}")
-
-    def hub_processes(self) -> dict[str, psutil.Process]:
-        """The hub's own processes: the jupyterhub process and the proxy (its child)."""
-        found: dict[str, psutil.Process] = {}
-        if self.process is None:
-            return found
-        with contextlib.suppress(psutil.Error):
-            for p in psutil.Process(self.process.pid).children(recursive=True):
-                line = " ".join(p.cmdline())
-                if "configurable-http-proxy" in line:
-                    found["proxy"] = p
-                elif "bin/jupyterhub " in line or line.endswith("bin/jupyterhub"):
-                    found["hub"] = p
-        return found
-
-    def stop(self) -> None:
-        """The hub's process group (it stops the servers it started), then anything left, by pid."""
-        if self.process is None:
-            return
-        with contextlib.suppress(psutil.Error):
-            tree = [psutil.Process(self.process.pid), *psutil.Process(self.process.pid).children(recursive=True)]
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.process.pid, signal.SIGTERM)
-        try:
-            self.process.wait(60)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.wait(30)
-        for p in tree:
-            with contextlib.suppress(psutil.Error):
-                p.kill()
-        self.process = None
-
-    def user_processes(self) -> list[psutil.Process]:
-        uids = set(self.uids.values())
-        return [p for p in psutil.process_iter(["uids"]) if p.info["uids"] and p.info["uids"].real in uids]
-
-    def remove_users(self) -> list[str]:
-        """Every process of the run's users killed by pid, the users removed with their homes, then any
-        file they still own where a run leaves files (this folder, the repository, the temporary folders)
-        removed: a deleted uid is handed to the next user made. Returns what had to be removed by hand."""
-        for _ in range(20):
-            left = self.user_processes()
-            if not left:
-                break
-            for p in left:
-                with contextlib.suppress(psutil.Error):
-                    p.kill()
-            psutil.wait_procs(left, timeout=5)
-        for user in self.uids:
-            for _ in range(50):
-                code = subprocess.run(["userdel", "--remove", user], capture_output=True).returncode
-                if code in (0, 6):  # removed, or no such user
-                    break
-                time.sleep(0.2)  # 8: a process of the user still ending
-        return remove_owned_by(set(self.uids.values()), [self.root, REPO, Path("/tmp"), Path("/var/tmp"),
-                                                           Path("/dev/shm")])
-
-    def instructor_argv(self, *args: str) -> list[str]:
-        """The instructor's command on their course, as `deploy/README.md` says to type it: as themselves,
-        the grader `deploy/hub.py install` made for the instructors' group. The one place that says how
-        an instructor command runs (run it with ``cwd=self.home(self.instructor)``)."""
-        return ["runuser", "-u", self.instructor, "--", "env", f"HOME={self.home(self.instructor)}",
-                str(PREFIX / "grader" / "bin" / "autograder"), "--course", str(self.course), *args]
-
-    def instructor_command(self, *args: str, timeout: float = 3600) -> subprocess.CompletedProcess:
-        return subprocess.run(self.instructor_argv(*args), capture_output=True, text=True,
-                              cwd=self.home(self.instructor), timeout=timeout)
-
-    @property
-    def course(self) -> Path:
-        return Path(os.path.expanduser(f"~{self.instructor}")) / "course"
-
-    def home(self, user: str) -> Path:
-        return Path(os.path.expanduser(f"~{user}"))
-
-
-def remove_owned_by(uids: set[int], roots: list[Path]) -> list[str]:
-    """Remove every file or folder under ``roots`` owned by one of ``uids`` (deepest first); their paths.
-
-    Only uids that no user holds any more: another user made meanwhile (by another test) may have been
-    given one of them, and their files are theirs."""
-    def unassigned(uid: int) -> bool:
-        try:
-            pwd.getpwuid(uid)
-        except KeyError:
-            return True
-        return False
-    uids = {uid for uid in uids if unassigned(uid)}
-    if not uids:
-        return []
-    # find(1): it walks by file descriptor, so a hostile test's 40 nested 120-character folders elsewhere
-    # in /tmp (longer than PATH_MAX) are walked too; -delete goes deepest first
-    owned = [arg for uid in sorted(uids) for arg in ("-o", "-uid", str(uid))][1:]
-    done = subprocess.run(["find", *map(str, roots), "-xdev", "(", *owned, ")", "-print0", "-delete"],
-                          capture_output=True)
-    return [p.decode(errors="replace") for p in done.stdout.split(b"\0") if p]
+def class_hub(root: Path, n: int, cull_timeout: int = 3600, cull_every: int = 300, activity_interval: int = 300,
+              spawn_limit: int | None = None) -> Hub:
+    """deploy/hub.py's hub in a folder of this run's own, n students and an instructor as system users."""
+    if not 0 < n <= MAX_STUDENTS:
+        raise ValueError(f"bench_class: {n} students; between 1 and {MAX_STUDENTS}")
+    return Hub(root, "ld", [f"s{k}" for k in range(n)], shell_only=(), settings={
+        "AUTOGRAD_CULL_TIMEOUT": str(cull_timeout), "AUTOGRAD_CULL_EVERY": str(cull_every),
+        "AUTOGRAD_ACTIVITY_INTERVAL": str(activity_interval),
+        **({"AUTOGRAD_SPAWN_LIMIT": str(spawn_limit)} if spawn_limit else {})})
 
 
 # -- one student, as their browser does it ---------------------------------------------------------
@@ -285,7 +111,7 @@ class StepError(Exception):
 
 
 class Student:
-    def __init__(self, site: Site, user: str, record: Record):
+    def __init__(self, site: Hub, user: str, record: Record):
         import aiohttp
         self.site, self.user, self.record = site, user, record
         # cookies of 127.0.0.1; the session has no overall timeout (it would close a kernel's websocket
@@ -464,7 +290,6 @@ class Student:
 
 def answered_notebook(fetched: dict) -> dict:
     """The fetched a01 notebook with every answer written as the source notebook has it (the model answer)."""
-    sys.path.insert(0, str(REPO / "tests"))
     from support.course import answered
     source = json.loads((REPO / "assignments" / "source" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").read_text())
     return answered(fetched, source)
@@ -528,7 +353,7 @@ async def lab(students: list[Student], window: float, record: Record) -> None:
     await bounded(window, [work(s) for s in students if s.ws is not None], record, "lab")
 
 
-async def deadline(students: list[Student], window: float, record: Record, site: Site,
+async def deadline(students: list[Student], window: float, record: Record, site: Hub,
                    instructor: Instructor) -> None:
     """Every student submits within the window (a third twice); the instructor collects and grades meanwhile."""
     began = time.monotonic()
@@ -569,7 +394,7 @@ async def bounded(window: float, work: list, record: Record, shape: str) -> None
 class Instructor:
     """Collects every ``every`` seconds and grades what was collected, in a thread, until stopped."""
 
-    def __init__(self, site: Site, every: float = 20):
+    def __init__(self, site: Hub, every: float = 20):
         self.site, self.every = site, every
         self.stopping = threading.Event()
         self.thread = threading.Thread(target=self._run, daemon=True)
@@ -608,7 +433,7 @@ class Instructor:
 class Sampler:
     """Each second: every user's resident memory and CPU time, the hub's and the proxy's memory, the load."""
 
-    def __init__(self, site: Site):
+    def __init__(self, site: Hub):
         self.site = site
         self.samples: list[dict] = []
         self.stopping = threading.Event()
@@ -659,7 +484,7 @@ def per_student(samples: list[dict], students: list[str]) -> dict:
 
 # -- counting the submissions --------------------------------------------------------------------------
 
-def count_submissions(site: Site, students: list[Student]) -> dict:
+def count_submissions(site: Hub, students: list[Student]) -> dict:
     """Submissions counted three ways: the students' 2xx replies, the exchange's inbound folders, and the
     course's collected folder (one per student, holding the token of their latest submission)."""
     inbound = site.exchange / COURSE / "inbound"
@@ -712,7 +537,7 @@ def run_class(n: int, minutes: dict[str, float], root: Path, cull_timeout: int =
 
     ``after(site, students)``: called before the users are removed (the test checks the culler there).
     ``install=False``: the environments are installed already (by the test run): only this hub's folders are made."""
-    site = Site(root, n, cull_timeout, cull_every, activity_interval, spawn_limit)
+    site = class_hub(root, n, cull_timeout, cull_every, activity_interval, spawn_limit)
     record = Record()
     result: dict = {"n": n, "minutes": minutes, "load before": os.getloadavg()}
     try:
@@ -742,7 +567,7 @@ def run_class(n: int, minutes: dict[str, float], root: Path, cull_timeout: int =
     return result
 
 
-async def _shapes(site: Site, minutes: dict[str, float], record: Record, after) -> dict:
+async def _shapes(site: Hub, minutes: dict[str, float], record: Record, after) -> dict:
     students = [Student(site, user, record) for user in site.students]
     out: dict = {}
     instructor = Instructor(site)

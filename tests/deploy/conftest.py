@@ -6,9 +6,7 @@ site`: its configuration, state, exchange and port, its own users): the semester
 load's differ in their culler, and neither sees the other's submissions."""
 import os
 import shutil
-import subprocess
 import tempfile
-import time
 from pathlib import Path
 
 import pytest
@@ -39,20 +37,12 @@ def hub(hub_install, request):
     # a test module's own settings of the hub (HUB_ENV: {variable: value, "{instructor}" is its instructor})
     hub.env.update({name: value.format(instructor=hub.instructor)
                     for name, value in getattr(request.module, "HUB_ENV", {}).items()})
-    done = hub.command("site", timeout=300)
-    assert done.returncode == 0, done.stderr[-3000:]
     try:  # a roster made half-way is removed too
-        done = hub.command("users", str(hub.roster), "--passwords", timeout=300)
-        assert done.returncode == 0, done.stderr[-3000:]
-        hub.passwords = dict(line.strip().split(": ") for line in done.stdout.splitlines() if line.startswith("  "))
+        hub.install_site()
+        hub.add_users()
         hub.start_time = hub.start()
         yield hub
     finally:
         hub.stop()
-        for user in [hub.instructor, *hub.students, hub.mallory]:
-            subprocess.run(["pkill", "-KILL", "-u", user], capture_output=True)  # userdel refuses a user with processes
-            for _ in range(50):
-                if subprocess.run(["userdel", "--remove", user], capture_output=True).returncode in (0, 6):
-                    break  # removed (6: no such user)
-                time.sleep(0.2)
+        hub.remove_users()
         shutil.rmtree(root, ignore_errors=True)

@@ -23,6 +23,7 @@ import pytest
 from autograder.course.directory import Course
 
 from support import REPO
+from support.hub import Hub, remove_owned_by
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 import bench_class  # noqa: E402
@@ -32,7 +33,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("hub")]
 CULL_TIMEOUT, CULL_EVERY, ACTIVITY = 90, 15, 15  # seconds: short enough to see, long enough for a shape's gaps
 
 
-async def culled_and_kept(site: bench_class.Site, students: list[bench_class.Student]) -> dict:
+async def culled_and_kept(site: Hub, students: list[bench_class.Student]) -> dict:
     """After the deadline: the class goes quiet and the instructor grades; the culler stops every server;
     each student's last submitted notebook is still in their home; one comes back and opens it."""
     grading = asyncio.create_task(asyncio.to_thread(site.instructor_command, "grade", bench_class.ASSIGNMENT,
@@ -102,5 +103,5 @@ def test_five_students_through_the_lecture_the_lab_and_the_deadline(hub_install,
     for user in result["users"]:
         with pytest.raises(KeyError):
             pwd.getpwnam(user)
-    assert bench_class.remove_owned_by(set(result["uids"]), [REPO, Path("/tmp"), Path("/var/tmp"),
+    assert remove_owned_by(set(result["uids"]), [REPO, Path("/tmp"), Path("/var/tmp"),
                                                                 Path("/dev/shm")]) == []

@@ -9,13 +9,17 @@ per machine by `deploy/hub.py install` and reused.
 """
 from __future__ import annotations
 
+import contextlib
 import os
+import pwd
 import secrets
 import signal
 import socket
 import subprocess
 import sys
 import time
+import urllib.request
+from collections.abc import Sequence
 from pathlib import Path
 
 import psutil
@@ -57,67 +61,200 @@ def as_user(user: str, *command: str | Path, **kwargs) -> subprocess.CompletedPr
 
 
 def free_port() -> int:
-    """A port whose neighbours (+1 the proxy's API, +81 the hub's, +82 the book's) are free too."""
+    """A port the kernel hands out as free, whose neighbours (+1 the proxy's API, +81 the hub's, +82
+    the book's) are free too."""
+    def free(port: int) -> bool:
+        with socket.socket() as s:
+            return port < 65536 and s.connect_ex(("127.0.0.1", port)) != 0
+
     for _ in range(50):
-        port = 20000 + secrets.randbelow(20000)
-        taken = False
-        for p in (port, port + 1, port + 81, port + 82):
-            with socket.socket() as s:
-                taken = taken or s.connect_ex(("127.0.0.1", p)) == 0
-        if not taken:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if all(free(port + k) for k in (1, 81, 82)):
             return port
     raise RuntimeError("no free port on 127.0.0.1")
 
 
 class Hub:
-    def __init__(self, root: Path):
+    """deploy/hub.py's hub in a folder of a run's own (its configuration, state, exchange and port),
+    an instructor and students as system users of the run's own: the one harness of the tests and
+    of benchmarks/bench_class.py.
+
+    ``students``: the students' names after the run's tag; ``shell_only``: students with a shell who
+    never open the Assignments tab (the tests' mallory); ``settings``: the hub's environment variables
+    (AUTOGRAD_SPAWN_LIMIT, AUTOGRAD_CULL_TIMEOUT, ...)."""
+
+    def __init__(self, root: Path, prefix: str = "hubt", students: Sequence[str] = ("a", "b", "c"),
+                 shell_only: Sequence[str] = ("m",), settings: dict[str, str] | None = None):
+        self.root = root
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         tag = secrets.token_hex(2)
-        self.instructor = f"hubt{tag}i"
-        self.students = [f"hubt{tag}{who}" for who in ("a", "b", "c")]
-        self.mallory = f"hubt{tag}m"  # a student with a shell who never opens the Assignments tab
-        self.env = {**os.environ, "AUTOGRAD_HUB_ETC": str(root / "etc"), "AUTOGRAD_HUB_STATE": str(root / "state"),
-                    "AUTOGRAD_EXCHANGE": str(root / "exchange"), "AUTOGRAD_HUB_PORT": str(self.port)}
+        self.instructor = f"{prefix}{tag}i"
+        self.students = [f"{prefix}{tag}{who}" for who in students]
+        self.shell_only = [f"{prefix}{tag}{who}" for who in shell_only]
         self.exchange = root / "exchange"
+        self.env = {**os.environ, "AUTOGRAD_HUB_PREFIX": str(PREFIX), "AUTOGRAD_HUB_ETC": str(root / "etc"),
+                    "AUTOGRAD_HUB_STATE": str(root / "state"), "AUTOGRAD_EXCHANGE": str(self.exchange),
+                    "AUTOGRAD_HUB_PORT": str(self.port), **(settings or {})}
         self.roster = root / "roster.csv"
-        self.roster.write_text("username,role\n" + f"{self.instructor},instructor\n"
-                               + "".join(f"{s},student\n" for s in [*self.students, self.mallory]))
         self.passwords: dict[str, str] = {}
+        self.uids: dict[str, int] = {}
         self.process: subprocess.Popen | None = None
         self.log = root / "hub.log"
+
+    @property
+    def mallory(self) -> str:
+        return self.shell_only[0]
+
+    @property
+    def users(self) -> list[str]:
+        return [self.instructor, *self.students, *self.shell_only]
 
     def command(self, *args: str, **kwargs) -> subprocess.CompletedProcess:
         return subprocess.run([sys.executable, str(HUB), *args], env=self.env, capture_output=True, text=True,
                               **kwargs)
 
+    def hub_py(self, *args: str, timeout: float) -> str:
+        """deploy/hub.py's ``args``; its output, or an error with the end of what it said."""
+        done = self.command(*args, timeout=timeout)
+        if done.returncode != 0:
+            raise RuntimeError(f"deploy/hub.py {args[0]}: {done.stderr[-3000:]}")
+        return done.stdout
+
+    def install(self) -> None:
+        """The environments under the prefix, installed or brought up to date."""
+        self.hub_py("install", timeout=1800)
+
+    def install_site(self) -> None:
+        """This hub's configuration, state and exchange, on environments already installed."""
+        self.hub_py("site", timeout=300)
+
+    def add_users(self) -> None:
+        self.roster.write_text("username,role\n" + f"{self.instructor},instructor\n"
+                               + "".join(f"{s},student\n" for s in [*self.students, *self.shell_only]))
+        try:
+            out = self.hub_py("users", str(self.roster), "--passwords", timeout=120 + 5 * len(self.users))
+        finally:  # a failure half-way still removes who was made
+            for user in self.users:
+                with contextlib.suppress(KeyError):
+                    self.uids[user] = pwd.getpwnam(user).pw_uid
+        self.passwords = dict(line.strip().split(": ") for line in out.splitlines() if line.startswith("  "))
+
     def start(self) -> float:
+        """The hub, in a session of its own; seconds until it answers."""
         started = time.monotonic()
         self.process = subprocess.Popen([sys.executable, str(HUB), "start"], env=self.env, start_new_session=True,
                                         stdout=self.log.open("w"), stderr=subprocess.STDOUT)
-        for _ in range(600):
-            try:
-                if requests.get(f"{self.base}/hub/api/", timeout=2).status_code == 200:
-                    return time.monotonic() - started
-            except requests.ConnectionError:
-                pass
-            assert self.process.poll() is None, f"the hub exited: {self.log.read_text()[-2000:]}"
+        while time.monotonic() - started < 180:
+            with contextlib.suppress(OSError):
+                with urllib.request.urlopen(f"{self.base}/hub/api/", timeout=2) as reply:
+                    if reply.status == 200:
+                        return time.monotonic() - started
+            if self.process.poll() is not None:
+                raise RuntimeError(f"the hub exited: {self.log.read_text()[-3000:]}")
             time.sleep(0.2)
-        raise AssertionError(f"the hub did not answer in 120 s: {self.log.read_text()[-2000:]}")
+        raise RuntimeError(f"the hub did not answer in 180 s: {self.log.read_text()[-3000:]}")
+
+    def hub_processes(self) -> dict[str, psutil.Process]:
+        """The hub's own processes: the jupyterhub process and the proxy (its child)."""
+        found: dict[str, psutil.Process] = {}
+        if self.process is None:
+            return found
+        with contextlib.suppress(psutil.Error):
+            for p in psutil.Process(self.process.pid).children(recursive=True):
+                line = " ".join(p.cmdline())
+                if "configurable-http-proxy" in line:
+                    found["proxy"] = p
+                elif "bin/jupyterhub " in line or line.endswith("bin/jupyterhub"):
+                    found["hub"] = p
+        return found
 
     def stop(self) -> None:
+        """The hub's process group (it stops the servers it started), then anything left, by pid."""
         if self.process is None:
             return
-        hub = psutil.Process(self.process.pid)
-        tree = [hub, *hub.children(recursive=True)]
-        os.killpg(self.process.pid, signal.SIGTERM)  # the hub stops the servers it started
+        tree: list[psutil.Process] = []
+        with contextlib.suppress(psutil.Error):
+            tree = [psutil.Process(self.process.pid), *psutil.Process(self.process.pid).children(recursive=True)]
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGTERM)
         try:
-            self.process.wait(30)
+            self.process.wait(60)
         except subprocess.TimeoutExpired:
-            os.killpg(self.process.pid, signal.SIGKILL)
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait(30)
         for p in tree:
-            if p.is_running():
+            with contextlib.suppress(psutil.Error):
                 p.kill()
+        self.process = None
+
+    def user_processes(self) -> list[psutil.Process]:
+        uids = set(self.uids.values())
+        return [p for p in psutil.process_iter(["uids"]) if p.info["uids"] and p.info["uids"].real in uids]
+
+    def remove_users(self) -> list[str]:
+        """Every process of the run's users killed by pid, the users removed with their homes, then any
+        file they still own where a run leaves files (this folder, the repository, the temporary folders)
+        removed: a deleted uid is handed to the next user made. Returns what had to be removed by hand."""
+        for _ in range(20):
+            left = self.user_processes()
+            if not left:
+                break
+            for p in left:
+                with contextlib.suppress(psutil.Error):
+                    p.kill()
+            psutil.wait_procs(left, timeout=5)
+        for user in self.uids:
+            for _ in range(50):
+                code = subprocess.run(["userdel", "--remove", user], capture_output=True).returncode
+                if code in (0, 6):  # removed, or no such user
+                    break
+                time.sleep(0.2)  # 8: a process of the user still ending
+        return remove_owned_by(set(self.uids.values()), [self.root, REPO, Path("/tmp"), Path("/var/tmp"),
+                                                           Path("/dev/shm")])
+
+    def instructor_argv(self, *args: str) -> list[str]:
+        """The instructor's command on their course, as `deploy/README.md` says to type it: as themselves,
+        the grader `deploy/hub.py install` made for the instructors' group (run it with
+        ``cwd=self.home(self.instructor)``)."""
+        return ["runuser", "-u", self.instructor, "--", "env", f"HOME={self.home(self.instructor)}",
+                str(GRADER), "--course", str(self.course), *args]
+
+    def instructor_command(self, *args: str, timeout: float = 3600) -> subprocess.CompletedProcess:
+        return subprocess.run(self.instructor_argv(*args), capture_output=True, text=True,
+                              cwd=self.home(self.instructor), timeout=timeout)
+
+    @property
+    def course(self) -> Path:
+        return self.home(self.instructor) / "course"
+
+    def home(self, user: str) -> Path:
+        return Path(os.path.expanduser(f"~{user}"))
+
+
+def remove_owned_by(uids: set[int], roots: list[Path]) -> list[str]:
+    """Remove every file or folder under ``roots`` owned by one of ``uids`` (deepest first); their paths.
+
+    Only uids that no user holds any more: another user made meanwhile (by another test) may have been
+    given one of them, and their files are theirs."""
+    def unassigned(uid: int) -> bool:
+        try:
+            pwd.getpwuid(uid)
+        except KeyError:
+            return True
+        return False
+    uids = {uid for uid in uids if unassigned(uid)}
+    if not uids:
+        return []
+    # find(1): it walks by file descriptor, so a hostile test's 40 nested 120-character folders elsewhere
+    # in /tmp (longer than PATH_MAX) are walked too; -delete goes deepest first
+    owned = [arg for uid in sorted(uids) for arg in ("-o", "-uid", str(uid))][1:]
+    done = subprocess.run(["find", *map(str, roots), "-xdev", "(", *owned, ")", "-print0", "-delete"],
+                          capture_output=True)
+    return [p.decode(errors="replace") for p in done.stdout.split(b"\0") if p]
 
 
 class Browser:
