@@ -36,7 +36,9 @@ demo: install bubblewrap
 # -n auto: a worker per core the machine has (pytest-xdist counts physical cores), so a contributor's
 # 8-core laptop runs four times the workers of the 2-core machine the figures below were measured on.
 # --durations: the slowest tests, printed at the end of every run (where the suite's time goes).
-test: install chromium axe postgresql bubblewrap
+# book: the hub of tests/deploy serves the book `make` builds (deploy/hub.py install copies it), and
+# the first-hour test opens a chapter there from the notebook's link.
+test: install chromium axe postgresql bubblewrap book
 	$(PY) -m pytest -q -n auto --dist loadgroup --durations=30
 
 # The contributor's loop: lint, then every test not marked slow (no book build, browser, training,

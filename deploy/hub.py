@@ -194,6 +194,11 @@ def install_grader(venv: Path) -> None:
                        f'exec {venv / "bin" / "python"} -m autograder "$@"\n')
     wrapper.chmod(0o750)
     shutil.copyfile(HERE / "dask_certs.py", staging / "bin" / "dask_certs.py")  # deploy/dask.md
+    # The source notebooks beside the package, as in a checkout: what the grader calls an assignment
+    # in what students read (a kit's stub, a feedback message) is its notebook's heading
+    # (autograder.kit.assignment_title), "a01 · Graphs and backpropagation", not "a01".
+    shutil.copytree(REPO / "assignments" / "source", staging / "lib" / "assignments" / "source",
+                    ignore=shutil.ignore_patterns(".*", "__pycache__"))
     gid = grp.getgrnam(GROUP).gr_gid
     for root, _dirs, files in os.walk(staging):
         os.chown(root, 0, gid)

@@ -11,6 +11,7 @@ local time, and the feedback page's sandbox.
 from __future__ import annotations
 
 import html
+import json
 import os
 import re
 import shutil
@@ -283,3 +284,15 @@ def test_what_the_service_publishes_never_stops_its_grading(course, capsys):
     service.poll()
     err = capsys.readouterr().err
     assert err.count("the students' course page is not up to date") == 1, err
+
+
+def test_an_assignment_is_named_by_its_notebooks_first_heading_after_the_due_date_cell(tmp_path):
+    """`release --due` puts a cell stating the due date first: the title is still the heading."""
+    nb = {"cells": [{"cell_type": "markdown", "source": "**Due Tuesday 2026-12-01 16:00 UTC.** Hand in before then."},
+                    {"cell_type": "code", "source": "# not a heading"},
+                    {"cell_type": "markdown", "source": ["Intro\n", "# a01 · Graphs and backpropagation\n"]}]}
+    path = tmp_path / "a01_graphs.ipynb"
+    path.write_text(json.dumps(nb))
+    assert page_module.notebook_title(path) == "a01 · Graphs and backpropagation"
+    path.write_text(json.dumps({"cells": [nb["cells"][0]]}))
+    assert page_module.notebook_title(path) is None  # and the page shows the folder's name then

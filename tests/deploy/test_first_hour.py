@@ -121,10 +121,23 @@ def test_the_first_hour_of_an_instructor_and_a_student(hub):
         assert not axe.serious(found), axe.describe("the hub's login page", axe.serious(found))
         tab.log_in(student, hub.passwords[student])
 
-        # JupyterLab, with the course's name in its title; no news toast, nothing asked of the network.
+        # The student lands on their course page (its own tests: test_course_page.py), which names the
+        # assignment by its title and leads to JupyterLab.
         tab.go("/hub/spawn")
-        tab.until(f"location.pathname.startsWith('/user/{student}/') && document.querySelector('#jp-main-dock-panel')"
-                  " && document.querySelector('.jp-DirListing-content')", "the student's JupyterLab", timeout=300)
+        tab.until(f"location.pathname === '/user/{student}/course/' && document.querySelector('main h2')",
+                  "the student's course page", timeout=300)
+        landing = tab.js("({h1: document.querySelector('main h1').innerText,"
+                         " assignments: [...document.querySelectorAll('main h2')].map(h => h.innerText),"
+                         " lab: [...document.querySelectorAll('a')].some(a => a.innerText.trim() === 'JupyterLab')})")
+        tab.screenshot(SHOTS / "2-course-page.png")
+        assert landing["h1"] == "Your assignments" and landing["lab"], landing
+        assert any(h.startswith("a01 · ") for h in landing["assignments"]), landing  # its title, not its folder
+
+        # JupyterLab, with the course's name in its title; no news toast, nothing asked of the network.
+        tab.js("[...document.querySelectorAll('a')].find(a => a.innerText.trim() === 'JupyterLab').click()")
+        lab_ready = "document.querySelector('#jp-main-dock-panel') && document.querySelector('.jp-DirListing-content')"
+        tab.until(f"location.pathname.startsWith('/user/{student}/lab') && {lab_ready}", "the student's JupyterLab",
+                  timeout=300)
         tab.until(f"document.title.includes({json.dumps(TITLE)})", "the course's name in the window's title")
         time.sleep(3)  # the time a toast takes to show itself
         toasts = tab.js("[...document.querySelectorAll('.Toastify__toast')].map(t => t.innerText)")

@@ -126,8 +126,8 @@ _titles: dict[tuple[str, int, int], str] = {}
 
 
 def notebook_title(path: str | Path) -> str | None:
-    """The first heading of the notebook's first markdown cell (``# a01 · Graphs and
-    backpropagation``), or None. Remembered per file version: the page lists it on every visit."""
+    """The notebook's first heading (``# a01 · Graphs and backpropagation``), or None. Remembered
+    per file version: the page lists it on every visit."""
     try:
         info = os.stat(path)
     except OSError:
@@ -138,11 +138,13 @@ def notebook_title(path: str | Path) -> str | None:
         title = None
         try:
             cells = json.loads(data)["cells"] if data else []
-            markdown = next((c for c in cells if c.get("cell_type") == "markdown"), None)
-            source = markdown.get("source", "") if markdown else ""
-            source = "".join(source) if isinstance(source, list) else str(source)
-            heading = next((line for line in source.splitlines() if line.startswith("#")), "")
-            title = heading.lstrip("#").strip()[:200] or None
+            for cell in cells:  # the first heading: a due-date cell may come before it (autograder release --due)
+                source = cell.get("source", "") if cell.get("cell_type") == "markdown" else ""
+                source = "".join(source) if isinstance(source, list) else str(source)
+                heading = next((line for line in source.splitlines() if line.startswith("#")), "")
+                if heading:
+                    title = heading.lstrip("#").strip()[:200] or None
+                    break
         except (ValueError, KeyError, TypeError, AttributeError):
             title = None
         _titles[key] = title
