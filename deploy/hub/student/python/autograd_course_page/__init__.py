@@ -56,7 +56,7 @@ STUDENT_VIEW = "student_view.json"  # what `autograder serve` publishes (autogra
 OWN_DUE = "due date"                # ... and the note hashed with a secret that names a student's own due date
 MAX_JSON = 1 << 20
 MAX_NOTEBOOK = 16 << 20             # a released notebook read for its title
-MAX_PAGE = 64 << 20                 # a feedback page (MathJax inside it is about 2 MB)
+MAX_PAGE = 64 << 20                 # a feedback page (MathJax inside it is about 3.5 MB)
 COURSE_NAME = os.environ.get("AUTOGRAD_COURSE_NAME", "Autograd from Scratch")
 # The feedback page runs its own scripts (MathJax, the local time) in an origin of its own, and
 # loads nothing: images are inside it (data:), styles inline.
@@ -422,7 +422,7 @@ def with_way_back(page: bytes, href: str) -> bytes:
     sandbox lets it navigate itself, nothing more)."""
     nav = (f'<nav aria-label="Course" style="margin:0.5em 1em"><a href="{href}">Back to your course page</a>'
            "</nav>").encode()
-    body = re.search(rb"<body\b[^>]*>", page)  # after the head's MathJax (2 MB) in a released page
+    body = re.search(rb"<body\b[^>]*>", page)  # after the head's MathJax (3.5 MB) in a released page
     return page[:body.end()] + nav + page[body.end():] if body else nav + page
 
 
