@@ -20,6 +20,9 @@
      decorative chevron) has no accessible name: it gets "Sections of <the chapter's title>";
    - docutils marks each bibliography entry ``role="doc-biblioentry"``, a role ARIA 1.3 deprecates,
      inside ``role="list"``, which then has no list items: each entry becomes a ``listitem``.
+3. **Speech turned on from MathJax's menu keeps the page's formulas**: MathJax 3.2.2 drops them all
+   (mathjax/MathJax#3124); its maintainers' work-around (:data:`MENU_RERENDER`) goes on every page
+   that loads MathJax. The feedback pages the grader writes carry the same lines in their template.
 """
 from __future__ import annotations
 
@@ -74,6 +77,29 @@ def bibliography_roles(markup: str) -> str:
     return markup.replace('role="doc-biblioentry"', 'role="listitem"')
 
 
+# Runs before MathJax (which Sphinx loads deferred, after the page is read), so that the menu's
+# re-render, which speech triggers before its parts are ready, is retried instead of dropping
+# every formula (mathjax/MathJax#3124, fixed in MathJax 4).
+MENU_RERENDER = """window.MathJax.startup = Object.assign(window.MathJax.startup || {}, {
+    ready() {
+        const {mathjax} = MathJax._.mathjax;
+        const {STATE} = MathJax._.core.MathItem;
+        const {Menu} = MathJax._.ui.menu.Menu;
+        const rerender = Menu.prototype.rerender;
+        Menu.prototype.rerender = function (start = STATE.TYPESET) {
+            mathjax.handleRetriesFor(() => rerender.call(this, start));
+        };
+        MathJax.startup.defaultReady();
+    }
+});"""
+
+
+def _mathjax_menu(app, pagename, templatename, context, doctree) -> None:
+    # the pages sphinx.ext.mathjax gives MathJax and its window.MathJax configuration to
+    if app.config.mathjax3_config and app.env.get_domain("math").has_equations(pagename):
+        app.builder.add_js_file("", body=MENU_RERENDER)
+
+
 def _page(app, pagename, templatename, context, doctree) -> None:
     if "body" in context:
         context["body"] = bibliography_roles(context["body"])
@@ -87,4 +113,5 @@ def _page(app, pagename, templatename, context, doctree) -> None:
 def setup(app):
     app.connect("doctree-resolved", _check_alt)
     app.connect("html-page-context", _page, priority=900)  # after the theme adds its toctree function
+    app.connect("html-page-context", _mathjax_menu, priority=600)  # after sphinx.ext.mathjax's (500)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

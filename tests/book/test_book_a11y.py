@@ -6,7 +6,8 @@
   image whose alt text is empty or a file name; here the built pages are checked too);
 - a keyboard-only walk of a chapter: the skip link first, the focus always in sight, no formula a
   Tab stop (MathJax's `inTabOrder: false`, _config.yml);
-- speech: with MathJax's speech turned on, every formula of every page gets its spoken text, offline,
+- speech: with MathJax's speech turned on (a saved setting, or the menu while reading), every formula
+  of every page gets its spoken text, offline,
   and each has its assistive MathML.
 
 What the theme alone got wrong is mended, not excused (no axe rule is turned off):
@@ -25,7 +26,7 @@ import pytest
 from bs4 import BeautifulSoup
 
 from support import REPO, axe
-from support.browser import SPEECH_ON, SPOKEN, Chromium, ChromiumMissing, serve
+from support.browser import SPEECH_FROM_MENU, SPEECH_ON, SPEECH_UNSAVED, SPOKEN, Chromium, ChromiumMissing, serve
 
 sys.path.insert(0, str(REPO / "book" / "_ext"))
 import accessible  # noqa: E402
@@ -102,7 +103,11 @@ def test_a_chapter_works_with_a_keyboard(html):
 def test_every_pages_formulas_are_read_aloud_offline(html):
     with chromium() as browser, serve(html) as base:
         pages = {page: browser.open(base + page, probe=SPOKEN, before=SPEECH_ON) for page in book_pages(html)}
+        turned_on = browser.open(base + CHAPTER, probe=SPEECH_FROM_MENU, before=SPEECH_UNSAVED)
     assert pages[CHAPTER].probe["formulas"] > 100, pages[CHAPTER].probe
+    # turned on from the menu while reading: every formula comes back, spoken (mathjax/MathJax#3124)
+    formulas = pages[CHAPTER].probe["formulas"]
+    assert turned_on.probe == {"formulas": formulas, "spoken": formulas} and not turned_on.errors, turned_on.probe
     for name, page in pages.items():
         found = page.probe
         assert found["spoken"] == found["formulas"] == found["mathml"] and not found["errors"], (name, found)

@@ -27,7 +27,7 @@ import requests
 from autograder.commands.serve import STUDENT_VIEW, Service, own_due_name
 
 from support import ARTEFACTS, REPO, axe
-from support.browser import LAB_MENUS, Chromium
+from support.browser import LAB_MENUS, SPEECH_FROM_MENU, Chromium
 from support.course import ASSIGNMENT, NOTEBOOK, autograder, released_to_exchange
 from support.jupyter import jupyter_server
 
@@ -172,6 +172,10 @@ def test_a_student_fetches_submits_and_reads_their_feedback_from_the_page(course
                   ".textContent, api: await fetch('/api/contents').then(r => r.status, () => 'blocked')}))()")
         assert sandboxed.probe["origin"] == "null" and sandboxed.probe["api"] == "blocked", sandboxed.probe
         assert not re.match(r"\d{4}-", sandboxed.probe["note"]), sandboxed.probe  # its script ran
+        # speech, turned on from MathJax's menu, where the sandbox keeps no setting: every formula spoken
+        spoken = chromium.open(requests.compat.urljoin(url, html.unescape(link.group(1))) + f"?token={token}",
+                               probe=SPEECH_FROM_MENU)
+        assert spoken.probe["formulas"] and spoken.probe["spoken"] == spoken.probe["formulas"], spoken.probe
 
         # and from JupyterLab, a "Course" menu leads back to the page (and to the book)
         menus = chromium.open(f"{url.removesuffix('course/')}lab?token={token}", probe=LAB_MENUS).probe

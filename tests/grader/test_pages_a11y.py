@@ -15,7 +15,7 @@ import pytest
 from autograder.commands.feedback import SafeHTMLExporter, copy_mathjax, inline_mathjax, mathjax_dir
 
 from support import REPO, axe
-from support.browser import SPEECH_ON, SPOKEN, Chromium, ChromiumMissing, serve
+from support.browser import SPEECH_FROM_MENU, SPEECH_ON, SPEECH_UNSAVED, SPOKEN, Chromium, ChromiumMissing, serve
 from support.classes import record_class, released_course, source_notebooks, with_variant
 from support.course import autograder
 from support.feedback import feedback_page
@@ -140,27 +140,31 @@ def test_the_feedback_pages_formulas_are_read_aloud_offline(feedback_folder):
     with chromium() as browser, serve(feedback_folder) as base:
         quiet = browser.open(base + f"{A}.html", probe=TYPESET)
         spoken = browser.open(base + f"{A}.html", probe=SPOKEN, before=SPEECH_ON)
+        turned_on = browser.open(base + f"{A}.html", probe=SPEECH_FROM_MENU, before=SPEECH_UNSAVED)
     assert quiet.probe["formulas"] > 20 and quiet.probe["mathml"] == quiet.probe["formulas"], quiet.probe
     found = spoken.probe
     assert found["formulas"] == quiet.probe["formulas"] and found["spoken"] == found["formulas"], found
     assert not found["errors"] and not spoken.errors, (found, spoken.errors)
+    assert turned_on.probe == {"formulas": found["formulas"], "spoken": found["formulas"]}, turned_on.probe
     assert any("/mathjax/sre/" in url for url in spoken.requests), "speech loaded no speech rules"
 
 
 def test_a_page_that_travels_alone_is_read_aloud_with_nothing_beside_it(feedback_folder, tmp_path):
     """The page released through the exchange (nbgrader hands the student the page alone): its formulas
-    typeset and, once speech is on, every one is spoken, from what the page carries: it asks for
-    nothing but itself."""
+    typeset and, once speech is on (a saved setting, or the menu while reading), every one is
+    spoken, from what the page carries: it asks for nothing but itself."""
     alone = tmp_path / "alone"
     alone.mkdir()
     (alone / f"{A}.html").write_text(inline_mathjax((feedback_folder / f"{A}.html").read_text()))
     with chromium() as browser, serve(alone) as base:
         quiet = browser.open(base + f"{A}.html", probe=TYPESET)
         spoken = browser.open(base + f"{A}.html", probe=SPOKEN, before=SPEECH_ON)
+        turned_on = browser.open(base + f"{A}.html", probe=SPEECH_FROM_MENU, before=SPEECH_UNSAVED)
     assert quiet.probe["formulas"] > 20 and quiet.probe["mathml"] == quiet.probe["formulas"], quiet.probe
     found = spoken.probe
     assert found["formulas"] == quiet.probe["formulas"] and found["spoken"] == found["formulas"], found
     assert not found["errors"] and not spoken.errors, (found, spoken.errors)
-    asked = {url for url in quiet.requests + spoken.requests
+    assert turned_on.probe == {"formulas": found["formulas"], "spoken": found["formulas"]}, turned_on.probe
+    asked = {url for url in quiet.requests + spoken.requests + turned_on.requests
              if not url.startswith("data:") and not url.endswith("/favicon.ico")}  # the browser's own ask
     assert asked == {base + f"{A}.html"}, asked

@@ -97,6 +97,19 @@ SPOKEN = """(async () => {
             errors: document.querySelectorAll("mjx-merror").length};
 })()"""
 
+SPEECH_UNSAVED = "localStorage.removeItem('MathJax-Menu-Settings');"  # a reader who never turned it on
+# ... or as a reader turns it on there while reading (the menu's Accessibility > Activate sets this
+# variable): the page typesets again, and every formula must come back spoken.
+SPEECH_FROM_MENU = """(async () => {
+    await MathJax.startup.promise;
+    MathJax.startup.document.menu.menu.pool.lookup("explorer").setValue(true);
+    const pause = ms => new Promise(resolve => setTimeout(resolve, ms));
+    const formulas = () => [...document.querySelectorAll("mjx-container")];
+    for (let i = 0; i < 300 && !(formulas().length && formulas().every(f => f.getAttribute("aria-label"))); i++) {
+        await pause(100);
+    }
+    return {formulas: formulas().length, spoken: formulas().filter(f => f.getAttribute("aria-label")).length};
+})()"""
 
 # JupyterLab's menu bar labels, once its shell is there (null after a minute without it).
 LAB_MENUS = """new Promise(done => { const started = Date.now(); (function wait() {
