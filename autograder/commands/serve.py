@@ -210,12 +210,16 @@ class Service:
             parsed = parse_name(name)
             if parsed is not None and parsed[1] in assignments:
                 names.setdefault((parsed[1], parsed[0]), []).append(name)
-        arrivals = []
+        new: list[tuple[float, str, str]] = []
         for (assignment, student), seen in names.items():
             entry = self.state.entry(assignment, student)
             if not set(seen) <= set(entry["seen"]):
+                arrived = min(self._arrived(name) for name in set(seen) - set(entry["seen"]))
                 entry["seen"] = seen
-                arrivals.append((assignment, student))
+                new.append((arrived, assignment, student))
+        # in the order they came, not by name: with one worker busy, a whole grading's arrivals are
+        # seen at once, and "aaron" must not pass "zoe" who submitted first (round-robin is by turn)
+        arrivals = [(assignment, student) for _, assignment, student in sorted(new)]
         for assignment in assignments:
             for held, entry in self.state.students.items():
                 if held.startswith(f"{assignment}/") and _owes_full_page(entry):
@@ -237,6 +241,14 @@ class Service:
         if changed:
             self.state.save()
         publish_student_view(self)
+
+    def _arrived(self, name: str) -> float:
+        """When the record ``name`` came: its folder's ctime, which the kernel sets (a student can set
+        the time in its name and its mtime, not this; a change makes it later, never earlier)."""
+        try:
+            return os.lstat(self.root / "inbound" / name).st_ctime
+        except OSError:  # gone meanwhile: it goes last, and collect finds what is there
+            return float("inf")
 
     def due(self, assignment: str, student: str | None = None) -> datetime | None:
         """The assignment's due date, or ``student``'s own: with the extension the instructor gave them

@@ -117,6 +117,18 @@ def test_one_students_resubmissions_never_delay_another(course):
     assert {e["status"] for e in State(course).students.values()} == {"done"}
 
 
+def test_those_seen_at_one_look_are_graded_in_the_order_they_submitted(course):
+    """With its one worker busy, the service sees a whole grading's arrivals at one look: zoe, who
+    submitted first, is graded first, not alice because her name sorts first; the time in a
+    record's name is the student's to write, so a record named for the past jumps no one."""
+    service = Service(course, jobs=1)
+    record(course, "zoe")
+    record(course, "alice")
+    record(course, "mallory", stamp="2000-01-01 00:00:00.000000 UTC")
+    service.step()
+    assert graded(course) == ["zoe", "alice", "mallory"]
+
+
 def test_a_slow_submission_holds_one_worker_not_the_others(course):
     """Alice's answer loops forever: her grading lasts her exercise's whole time budget. Her worker
     is busy all that time; the other worker goes on taking the students behind her, one after
