@@ -436,9 +436,12 @@ class Service:
             self._set(assignment, student, "done", f"{score}; feedback withheld until the due date",
                       submission=stamp, withheld=True)
             return
-        if entry.get("released") == [stamp, mode]:  # this very page is out already
+        secret = collected_secret(self.course, assignment, student)
+        if entry.get("released") == [stamp, mode, secret]:  # this very page is out already
             self._set(assignment, student, "done", score, submission=stamp, withheld=False)
             return
+        # else a first page; or the due date's; or the same notebook submitted again, whose page is
+        # named by its own secret
         note = submission_note(stamp, due)
         try:
             if mode == "full":
@@ -454,7 +457,7 @@ class Service:
                       submission=stamp)
             return
         self._set(assignment, student, "done", f"{score}; feedback released ({mode})", submission=stamp,
-                  withheld=False, released=[stamp, mode])
+                  withheld=False, released=[stamp, mode, secret])
 
     def _release_score(self, assignment: str, student: str, note: str) -> None:
         secret = collected_secret(self.course, assignment, student)
