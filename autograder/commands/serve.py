@@ -17,7 +17,8 @@ the instructor's policy for the assignment says.
   (:func:`policy`): what a student sees before the due date (``full`` feedback; ``score``: the
   visible tests' results and the score; ``none``: nothing until the due date, when the full
   feedback is released), and at most ``per_hour`` graded submissions per student and hour (a
-  student over it waits; their newest submission is graded when the hour allows). Every page
+  student over it waits; their newest submission is graded when the hour allows, and their course
+  page says when: :func:`tell_held`). Every page
   says which submission (its time) it is about and that the grade that counts is decided by the
   due date. With ``c.ExchangeCollect.before_duedate`` a submission after the due date is never
   collected, as for ``collect --exchange``.
@@ -210,12 +211,16 @@ class Service:
             parsed = parse_name(name)
             if parsed is not None and parsed[1] in assignments:
                 names.setdefault((parsed[1], parsed[0]), []).append(name)
-        arrivals = []
+        new: list[tuple[float, str, str]] = []
         for (assignment, student), seen in names.items():
             entry = self.state.entry(assignment, student)
             if not set(seen) <= set(entry["seen"]):
+                arrived = min(self._arrived(name) for name in set(seen) - set(entry["seen"]))
                 entry["seen"] = seen
-                arrivals.append((assignment, student))
+                new.append((arrived, assignment, student))
+        # in the order they came, not by name: with one worker busy, a whole grading's arrivals are
+        # seen at once, and "aaron" must not pass "zoe" who submitted first (round-robin is by turn)
+        arrivals = [(assignment, student) for _, assignment, student in sorted(new)]
         for assignment in assignments:
             for held, entry in self.state.students.items():
                 if held.startswith(f"{assignment}/") and _owes_full_page(entry):
@@ -237,6 +242,14 @@ class Service:
         if changed:
             self.state.save()
         publish_student_view(self)
+
+    def _arrived(self, name: str) -> float:
+        """When the record ``name`` came: its folder's ctime, which the kernel sets (a student can set
+        the time in its name and its mtime, not this; a change makes it later, never earlier)."""
+        try:
+            return os.lstat(self.root / "inbound" / name).st_ctime
+        except OSError:  # gone meanwhile: it goes last, and collect finds what is there
+            return float("inf")
 
     def due(self, assignment: str, student: str | None = None) -> datetime | None:
         """The assignment's due date, or ``student``'s own: with the extension the instructor gave them
@@ -297,6 +310,7 @@ class Service:
                 held.append(key)
                 self.state.entry(*key)["detail"] = (f"at most {policy(self.course, key[0]).per_hour} graded "
                                                     f"submissions an hour: next at {wait:%H:%M} UTC")
+                tell_held(self, *key, wait)
                 continue
             assignment = key[0]
             batch.append(key)
@@ -422,9 +436,12 @@ class Service:
             self._set(assignment, student, "done", f"{score}; feedback withheld until the due date",
                       submission=stamp, withheld=True)
             return
-        if entry.get("released") == [stamp, mode]:  # this very page is out already
+        secret = collected_secret(self.course, assignment, student)
+        if entry.get("released") == [stamp, mode, secret]:  # this very page is out already
             self._set(assignment, student, "done", score, submission=stamp, withheld=False)
             return
+        # else a first page; or the due date's; or the same notebook submitted again, whose page is
+        # named by its own secret
         note = submission_note(stamp, due)
         try:
             if mode == "full":
@@ -440,12 +457,11 @@ class Service:
                       submission=stamp)
             return
         self._set(assignment, student, "done", f"{score}; feedback released ({mode})", submission=stamp,
-                  withheld=False, released=[stamp, mode])
+                  withheld=False, released=[stamp, mode, secret])
 
     def _release_score(self, assignment: str, student: str, note: str) -> None:
-        secret_file = self.course.submitted_dir(student, assignment) / SECRET_FILE
-        secret = secret_file.read_text().strip() if secret_file.is_file() and not secret_file.is_symlink() else ""
-        if not SECRET.fullmatch(secret):
+        secret = collected_secret(self.course, assignment, student)
+        if secret is None:
             raise CourseError("no submission secret beside the submission")
         pages = {nb: score_page(self.course, assignment, student, nb, note).encode()
                  for nb in self.course.notebooks(assignment)}
@@ -528,11 +544,35 @@ STUDENT_VIEW = "student_view.json"   # in the exchange's course folder, beside i
 OWN_DUE = "due date"                 # hashed with a submission's secret: the name of its student's own due date
 
 
-def own_due_name(secret: str) -> str:
+HELD = "next grading"                # ... and the name of when a student over the hourly limit is graded next
+
+
+def own_due_name(secret: str, what: str = OWN_DUE) -> str:
     """The file in the exchange's ``feedback/`` folder (listed by no one) that holds the own due date
-    of the student who made the submission with this secret: only they can name it."""
+    (or ``what`` else is theirs alone) of the student who made the submission with this secret:
+    only they can name it."""
     from nbgrader.utils import notebook_hash
-    return f"{notebook_hash(secret=secret, notebook_id=OWN_DUE)}.json"
+    return f"{notebook_hash(secret=secret, notebook_id=what)}.json"
+
+
+def collected_secret(course: Course, assignment: str, student: str) -> str | None:
+    """The secret of the student's submission collected last (never read through a link)."""
+    secret_file = course.submitted_dir(student, assignment) / SECRET_FILE
+    if not secret_file.is_file() or secret_file.is_symlink():
+        return None
+    secret = secret_file.read_text().strip()
+    return secret if SECRET.fullmatch(secret) else None
+
+
+def tell_held(service: Service, assignment: str, student: str, at: datetime) -> None:
+    """Tell a student over the hourly limit, and no one else, when their newest submission is graded:
+    beside their feedback, named by the secret of their submission collected last (:func:`own_due_name`),
+    so their course page says it instead of "within about a minute"."""
+    with contextlib.suppress(OSError):  # a courtesy, as the course page is: nothing of it stops the grading
+        secret = collected_secret(service.course, assignment, student)
+        if secret is not None:
+            (service.root / "feedback").mkdir(mode=0o711, exist_ok=True)
+            _publish(service.root / "feedback" / own_due_name(secret, HELD), json.dumps({"at": at.isoformat()}))
 
 
 def publish_student_view(service: Service) -> None:
@@ -571,14 +611,11 @@ def _publish_student_view(service: Service) -> None:
                 due = None
             view["assignments"][assignment] = {
                 "due": due.replace(tzinfo=timezone.utc).isoformat() if due else None,
-                "before_due": rules.before_due, "on_submit": assignment not in now["off"]}
+                "before_due": rules.before_due, "per_hour": rules.per_hour, "on_submit": assignment not in now["off"]}
             for student in sorted(set(term.extensions) | set(term.standing)) if due else ():
                 extra = term.base_extension(student, assignment, due)
-                secret_file = course.submitted_dir(student, assignment) / SECRET_FILE
-                if extra <= 0 or not secret_file.is_file() or secret_file.is_symlink():
-                    continue
-                secret = secret_file.read_text().strip()
-                if SECRET.fullmatch(secret):
+                secret = collected_secret(course, assignment, student) if extra > 0 else None
+                if secret is not None:
                     theirs = due + timedelta(seconds=extra)
                     own[own_due_name(secret)] = theirs.replace(tzinfo=timezone.utc).isoformat()
     _publish(service.root / STUDENT_VIEW, json.dumps(view, indent=1, sort_keys=True))

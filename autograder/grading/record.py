@@ -24,6 +24,7 @@ from nbgrader.api import Gradebook, MissingEntry
 from sqlalchemy.exc import SAWarning
 
 from autograder.course.directory import Course
+from autograder.course.exchange import SECRET_FILE
 from autograder.course.files import write_file
 from autograder.course.nbgrader_glue import one_transaction, record_grades
 from autograder.course.term import settle
@@ -43,9 +44,10 @@ class Outcome:
 
 
 def fingerprint(folder: Path) -> str:
-    """A hash of every file of a submission folder (names and bytes)."""
+    """A hash of every file of a submission folder (names and bytes) but its secret: the secret names
+    where the page goes, and the same notebook submitted again comes with a new one (graded once)."""
     digest = hashlib.sha256()
-    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+    for path in sorted(p for p in folder.rglob("*") if p.is_file() and p.relative_to(folder) != Path(SECRET_FILE)):
         digest.update(str(path.relative_to(folder)).encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()
 

@@ -30,6 +30,7 @@ from support import ARTEFACTS, REPO, axe
 from support.browser import LAB_MENUS, SPEECH_FROM_MENU, Chromium
 from support.course import ASSIGNMENT, NOTEBOOK, autograder, released_to_exchange
 from support.jupyter import jupyter_server
+from support.words import visible
 
 pytestmark = [pytest.mark.xdist_group("autograder")]  # the tests of a course and a server are marked slow
 STUDENT = REPO / "deploy" / "hub" / "student"
@@ -44,12 +45,6 @@ NEWS = """(async () => {
     }
     return document.getElementById("updates").textContent.trim();
 })()"""
-
-
-def visible(text: str) -> str:
-    """The words of a page a reader sees (no tags, no attributes)."""
-    text = re.sub(r"<[^>]+>", " ", re.sub(r"<(script|style)\b.*?</\1>", "", text, flags=re.S))
-    return re.sub(r"\s+([.,:;])", r"\1", re.sub(r"\s+", " ", html.unescape(text)))
 
 
 @pytest.fixture
@@ -219,6 +214,9 @@ def test_what_happens_next_follows_the_policy():
     assert "A newer submission replaced this one" in step(a, older, False, before)
     a.rules = {"before_due": "full", "on_submit": False}
     assert "your instructor releases the feedback" in step(a, latest, False, before).lower()
+    a.rules, latest.held = {"before_due": "score", "per_hour": 2, "on_submit": True}, before + timedelta(minutes=40)
+    assert step(a, latest, False, before) == ("Your instructor grades at most 2 of your submissions an hour: this "
+                                              "one is graded at")  # the page follows with the time
     assert page_module.duration(after - due) == "2 hours 5 minutes"
     assert page_module.duration(timedelta(days=1, seconds=7)) == "1 day 7 seconds"
     assert page_module.duration(timedelta(seconds=40)) == "40 seconds"
@@ -257,18 +255,36 @@ def test_the_page_imports_nothing_the_students_environment_lacks():
     assert {"jinja2", "jupyter_server", "nbgrader", "tornado"} <= found  # what the hub's environment brings
 
 
+def rendered(a, s) -> str:
+    """The course page with assignment ``a`` and its one submission ``s``, just submitted."""
+    s.step = page_module.next_step(a, s, False, s.when)
+    a.submissions = [s]
+    return page_module._env.get_template("course.html").render(
+        course_name="Autograd from Scratch", link=lambda *parts: "/" + "/".join(parts), static="/static/",
+        book_url="/services/book/", hub_url=None, logout_url=None, xsrf="", assignments=[a], paused=False,
+        message=("submit", a, s), error="")
+
+
+def test_a_student_over_the_hourly_limit_is_told_when_it_is_graded():
+    a = page_module.Assignment("a02_broadcasting", "a02 · Broadcasting", "fetched",
+                               rules={"before_due": "full", "per_hour": 1, "on_submit": True})
+    s = page_module.Submission("2026-11-02 19:30:00.000000 UTC", datetime(2026, 11, 2, 19, 30, tzinfo=timezone.utc),
+                               True, [("a02_broadcasting", False)],
+                               held=datetime(2026, 11, 2, 20, 12, tzinfo=timezone.utc))
+    shown = rendered(a, s)
+    said = "Your instructor grades at most 1 of your submissions an hour: this one is graded at 2026-11-02 20:12 UTC."
+    assert visible(shown).count(said) == 2, visible(shown)  # in the news of the submit, and under the submission
+    assert '<time datetime="2026-11-02T20:12:00+00:00">' in shown  # in the reader's time zone, by the page's script
+    assert "within about a minute" not in visible(shown)
+
+
 def test_a_late_submission_is_told_by_how_much_when_it_arrives():
     due = datetime(2026, 11, 1, 17, tzinfo=timezone.utc)
     a = page_module.Assignment("a02_broadcasting", "a02 · Broadcasting", "fetched", due=due,
                                rules={"before_due": "full", "on_submit": True})
     s = page_module.Submission("2026-11-02 19:30:00.000000 UTC", due + timedelta(days=1, hours=2, minutes=30), True,
                                [("a02_broadcasting", False)], late_by=timedelta(days=1, hours=2, minutes=30))
-    s.step = page_module.next_step(a, s, False, s.when)
-    a.submissions = [s]
-    shown = visible(page_module._env.get_template("course.html").render(
-        course_name="Autograd from Scratch", link=lambda *parts: "/" + "/".join(parts), static="/static/",
-        book_url="/services/book/", hub_url=None, logout_url=None, xsrf="", assignments=[a], paused=False,
-        message=("submit", a, s), error=""))
+    shown = visible(rendered(a, s))
     assert "Your submission of a02 · Broadcasting arrived at 2026-11-02 19:30 UTC. It is 1 day 2 hours after your " \
            "due date." in shown, shown
     assert "It was 1 day 2 hours after your due date." in shown

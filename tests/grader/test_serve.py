@@ -101,13 +101,13 @@ def test_one_students_resubmissions_never_delay_another(course):
     service = Service(course, jobs=1)
     record(course, "alice", nb=WRONG)
     service.step()
-    for _ in range(50):
-        record(course, "alice", nb=WRONG)
+    for attempt in range(50):  # each a notebook of its own: the same one again is not graded again
+        record(course, "alice", nb=with_solution("a00-add", f"def add(x, y):\n    return x - y  # try {attempt}\n"))
     record(course, "bob")
     service.step()                       # alice was first in line: her latest of 50, then bob as her worker frees
     assert graded(course) == ["alice", "alice", "bob"]
     record(course, "alice")              # and she goes on submitting
-    record(course, "bob")
+    record(course, "bob", nb=with_solution("a00-add", "def add(x, y):\n    return y + x\n"))  # bob's second try
     record(course, "alice")
     service.step()                       # her latest of two, and bob's
     assert graded(course) == ["alice", "alice", "bob", "alice", "bob"]
@@ -115,6 +115,31 @@ def test_one_students_resubmissions_never_delay_another(course):
     with course.gradebook() as gb:
         assert len(gb.find_assignment(ASSIGNMENT).submissions) == 2
     assert {e["status"] for e in State(course).students.values()} == {"done"}
+
+
+def test_those_seen_at_one_look_are_graded_in_the_order_they_submitted(course):
+    """With its one worker busy, the service sees a whole grading's arrivals at one look: zoe, who
+    submitted first, is graded first, not alice because her name sorts first; the time in a
+    record's name is the student's to write, so a record named for the past jumps no one."""
+    service = Service(course, jobs=1)
+    record(course, "zoe")
+    record(course, "alice")
+    record(course, "mallory", stamp="2000-01-01 00:00:00.000000 UTC")
+    service.step()
+    assert graded(course) == ["zoe", "alice", "mallory"]
+
+
+def test_the_same_notebook_submitted_again_is_not_graded_again_and_gets_its_page(course):
+    """Submit pressed twice on an unchanged notebook: the second record has a secret of its own (the
+    name of its page), and its page must come; the notebook is not graded a second time."""
+    service = Service(course)
+    first = record(course, "alice")
+    service.step()
+    again = record(course, "alice")
+    service.step()
+    assert graded(course) == ["alice"]
+    assert page(course, first).exists() and page(course, again).exists()
+    assert State(course).students[f"{ASSIGNMENT}/alice"]["status"] == "done"
 
 
 def test_a_slow_submission_holds_one_worker_not_the_others(course):

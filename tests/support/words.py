@@ -10,6 +10,7 @@ exception is in :data:`ALLOWED`, with why.
 from __future__ import annotations
 
 import ast
+import html
 import io
 import re
 import tokenize
@@ -155,3 +156,9 @@ def book_python_names(book: Path) -> frozenset[str]:
     for chapter in sorted(book.glob("*.md")):
         names.update(re.findall(r"\b(?:[A-Z]\w*Error|__\w+__)\b", chapter.read_text(encoding="utf-8")))
     return frozenset(names)
+
+
+def visible(text: str) -> str:
+    """The words of a page a reader sees (no tags, no attributes)."""
+    text = re.sub(r"<[^>]+>", " ", re.sub(r"<(script|style)\b.*?</\1>", "", text, flags=re.S))
+    return re.sub(r"\s+([.,:;])", r"\1", re.sub(r"\s+", " ", html.unescape(text)))

@@ -54,6 +54,7 @@ STAMP = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(\.\d{1,6})? UTC")  # nbgrade
 SECRET = re.compile(r"[0-9a-f]{16,256}")
 STUDENT_VIEW = "student_view.json"  # what `autograder serve` publishes (autograder/commands/serve.py)
 OWN_DUE = "due date"                # ... and the note hashed with a secret that names a student's own due date
+HELD = "next grading"               # ... and the one of when a student over the hourly limit is graded next
 MAX_JSON = 1 << 20
 MAX_NOTEBOOK = 16 << 20             # a released notebook read for its title
 MAX_PAGE = 64 << 20                 # a feedback page (MathJax inside it is about 3.5 MB)
@@ -161,6 +162,7 @@ class Submission:
     pages: list[tuple[str, bool]]    # (notebook, its feedback is in the exchange)
     late_by: timedelta | None = None
     step: str = ""                   # what happens next, when no feedback is there
+    held: datetime | None = None     # when it is graded, its student being over the hourly limit till then
     partial: bool = False            # its feedback is the score only, until the due date
 
 
@@ -190,6 +192,9 @@ def next_step(a: Assignment, s: Submission, paused: bool, now: datetime) -> str:
         return "Your instructor releases the feedback on this assignment; it will appear here when they do."
     wait = ("Grading is paused by your instructor for the moment: your submission waits, and is graded when "
             "it resumes. " if paused else "")
+    if s.held is not None:  # the page follows the sentence with the time
+        return wait + (f"Your instructor grades at most {a.rules.get('per_hour')} of your submissions an hour: "
+                       "this one is graded at")
     due = a.own_due or a.due
     mode = a.rules.get("before_due", "full") if due is not None and now < due else "full"
     if mode == "none":
@@ -220,6 +225,23 @@ class CoursePage:
         data = read_bounded(Path(submission["path"]) / "submission_secret.txt", 512)
         text = data.decode("ascii", "replace").strip() if data else ""
         return text if SECRET.fullmatch(text) else None
+
+    def theirs(self, submission: dict, what: str) -> dict:
+        """What the service published for this student alone (``what``: OWN_DUE, HELD), named by the
+        secret of one of their submissions (the one it collected last)."""
+        secret = self.secret(submission)
+        return read_json(self.course / "feedback" / f"{notebook_hash(secret=secret, notebook_id=what)}.json") \
+            if secret else {}
+
+    def held_until(self, submissions: list[dict], now: datetime) -> datetime | None:
+        """When the newest submission is graded, if its student is over the assignment's hourly limit
+        (``submissions`` newest first: the service names the time by the one it collected last)."""
+        for s in submissions:
+            held = self.theirs(s, HELD)
+            if held:
+                at = parse_time(held.get("at") if isinstance(held.get("at"), str) else None)
+                return at if at is not None and at > now else None
+        return None
 
     def feedback_path(self, secret: str, notebook: str) -> Path:
         return self.course / "feedback" / f"{notebook_hash(secret=secret, notebook_id=notebook)}.html"
@@ -264,10 +286,11 @@ class CoursePage:
                          if NAME.fullmatch(str(nb.get("notebook_id", "")))]
                 a.submissions.append(Submission(stamp, parse_time(stamp), not a.submissions, pages))
                 if a.own_due is None and a.due is not None:
-                    secret = self.secret(s)
-                    own = read_json(self.course / "feedback" / f"{notebook_hash(secret=secret, notebook_id=OWN_DUE)}"
-                                                              ".json") if secret else {}
+                    own = self.theirs(s, OWN_DUE)
                     a.own_due = parse_time(own.get("due") if isinstance(own.get("due"), str) else None)
+            latest = a.submissions[0] if a.submissions else None
+            if latest and a.rules and a.rules.get("per_hour") and not any(present for _, present in latest.pages):
+                latest.held = self.held_until(ordered, now)
             for s in a.submissions:
                 due = a.own_due or a.due
                 if due is not None and s.when is not None and s.when > due:
