@@ -85,6 +85,9 @@ def test_a_student_fetches_submits_and_reads_their_feedback_from_the_page(course
     assert TITLE in words and ASSIGNMENT not in words  # the assignment's title, never its folder's name
     assert '<time datetime="2030-01-01T12:00:00+00:00">2030-01-01 12:00 UTC</time>' in first.text
     assert "Fetch" in words and "None yet." in words
+    # what JupyterLab's Assignments tab names assignments and the course by (labextensions/autograd-titles)
+    names = session.get(url + "titles.json", timeout=60).json()
+    assert names["titles"] == {ASSIGNMENT: TITLE} and names["course"] and names["course_id"], names
     policy = first.headers["Content-Security-Policy"]
     assert "script-src 'self'" in policy and "unsafe-inline" not in policy
 

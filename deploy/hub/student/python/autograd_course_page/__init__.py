@@ -379,6 +379,23 @@ class CourseHandler(BaseHandler):
                     error=error)
 
 
+class TitlesHandler(BaseHandler):
+    """Each assignment's title by its name, for nbgrader's Assignments tab in JupyterLab, which shows
+    names (``labextensions/autograd-titles``)."""
+
+    @web.authenticated
+    def get(self) -> None:
+        page = self.page
+        try:
+            assignments, _ = page.assignments()
+        except ListingFailed:
+            assignments = []
+        self.set_header("Content-Type", "application/json; charset=utf-8")
+        self.set_header("Cache-Control", "no-store")
+        self.finish(json.dumps({"course_id": page.course_id, "course": COURSE_NAME,
+                                "titles": {a.id: a.title for a in assignments}}))
+
+
 class ActionHandler(CourseHandler):
     """*Fetch* or *Submit* (the form's ``assignment``), then back to the page (or the page with why not)."""
 
@@ -470,6 +487,7 @@ def _load_jupyter_server_extension(serverapp) -> None:
     web_app.add_handlers(".*$", [
         (url_path_join(base, r"course/?"), CourseHandler),
         (url_path_join(base, r"course/(fetch|submit)"), ActionHandler),
+        (url_path_join(base, r"course/titles\.json"), TitlesHandler),
         (url_path_join(base, r"course/feedback/([^/]+)/([^/]+)/([^/]+)"), FeedbackHandler),
         (url_path_join(base, r"course/static/(.*)"), StaticHandler, {"path": str(HERE / "static")}),
     ])
