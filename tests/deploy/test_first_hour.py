@@ -9,7 +9,8 @@ collected, graded, feedback released, the roster imported, the report written, .
 their PATH and `$AUTOGRAD_EXCHANGE` is this hub's exchange. Their formgrader shows only what the
 course supports. The student, in Chromium: the login page names the course and says which account
 to use; JupyterLab's title names it too, no news toast, nothing asked of the network; the assignment
-fetched shows in the file browser by itself; the notebook opens unmodified; its chapter link opens
+fetched by mouse in nbgrader's Assignments tab shows in the file browser at once (the course's lab
+extension, not the file browser's 10 s poll); the notebook opens unmodified; its chapter link opens
 the chapter from the hub's book; the hidden-test cell says in words what it is; the work is
 submitted. Screenshots of each step and of the terminal after each command are kept in
 _build/test-artefacts/first-hour/ (git-ignored).
