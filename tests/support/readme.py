@@ -8,7 +8,8 @@ does not see, on the line before it: ``<!-- who: ROLE ... -->``. The roles:
 - ``root``: the deployer's, as root (``sudo``), on the machine: they make the hub itself.
 - ``service``: a command that runs until it is stopped (a service); the hub starts it as a managed
   service (tests/deploy/test_grading_service.py), not a person in a terminal.
-- ``cluster``: an instructor's command that needs a Dask cluster running first (deploy/dask.md).
+- ``cluster``: an instructor's command that needs a Dask cluster running first (deploy/dask.md);
+  tests/deploy/test_first_hour.py types it once it has started one as the README says.
 
 A block without a marker fails tests/deploy/test_readme_commands.py: a command added later is given
 to someone, and the instructor's are typed by the test.
