@@ -352,8 +352,9 @@ def test_the_first_hour_of_an_instructor_and_a_student(hub):
 
         # Grading on a Dask cluster (the README's block marked `cluster`): the instructor's cluster runs
         # (as deploy/dask.md says: their certificates, their scheduler and worker), the second student
-        # writes a written answer and submits again, the instructor collects again (the README's collect: only what changed) and types
-        # the cluster's grade, the README's address replaced by this cluster's.
+        # writes a written answer and submits again, the instructor collects again (the README's
+        # collect: only what changed) and types the cluster's grade, the README's address replaced by
+        # this cluster's.
         path = f"api/contents/{ASSIGNMENT}/{ASSIGNMENT}.ipynb"
         work = other.server(path).json()["content"]
         written = next(c for c in work["cells"] if c["cell_type"] == "markdown"
