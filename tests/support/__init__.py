@@ -4,7 +4,8 @@
 convergent honest answers with planted copies (``convergent``), the class's hub and
 its people (``hub``), chapters run as a student runs them (``chapters``), hostile submissions
 (``attacks``), the one harness that judges an exercise (``judging``), feedback pages made
-without a course (``feedback``) and a Jupyter server configured as the hub's (``jupyter``).
+without a course (``feedback``), a Jupyter server configured as the hub's (``jupyter``) and
+deploy/README.md's commands with whose each is (``readme``).
 
 Test modules import from here, never from one another.
 """

@@ -26,6 +26,7 @@ import psutil
 import requests
 
 from autograder.course import notebook
+from autograder.grading.executors import QUIET_DASK
 
 from support import REPO
 
@@ -58,6 +59,53 @@ def as_user(user: str, *command: str | Path, **kwargs) -> subprocess.CompletedPr
     home = os.path.expanduser(f"~{user}")
     return subprocess.run(["runuser", "-u", user, "--", "env", f"HOME={home}", *map(str, command)],
                           capture_output=True, text=True, cwd=home, **kwargs)
+
+
+@contextlib.contextmanager
+def dask_cluster(site: Hub, root: Path):
+    """A scheduler and a worker on loopback, run by the instructor (not root) from the hub's
+    environment and the grader, with TLS: the certificates in the instructor's home (mode 0700),
+    made by deploy/dask_certs.py as deploy/dask.md says. Yields the address and grade's TLS flags."""
+    instructor_home = site.home(site.instructor)
+    certs = instructor_home / ".dask-certs"
+    done = as_user(site.instructor, "python3", GRADER.parent / "dask_certs.py", certs)  # as deploy/dask.md says
+    assert done.returncode == 0, done.stderr
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    address = f"tls://127.0.0.1:{port}"
+    tls = ["--tls-ca-file", certs / "ca.pem", "--tls-cert", certs / "cluster.pem", "--tls-key", certs / "cluster.key"]
+    python = [str(PREFIX / "venv" / "bin" / "python"), "-m"]
+    env = [f"PYTHONPATH={PREFIX / 'grader' / 'lib'}", *(f"{k}={v}" for k, v in QUIET_DASK.items())]
+    started = []
+    for command in ([*python, "distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port", str(port),
+                     "--protocol", "tls", *tls, "--no-dashboard"],
+                    # its scratch in the instructor's home, which goes with the user: killed at the end, the
+                    # worker cleans nothing, and /tmp/dask-scratch-space would outlive the user's uid
+                    [*python, "distributed.cli.dask_worker", address, "--nthreads", "1", "--no-dashboard",
+                     "--host", "127.0.0.1", "--no-nanny", "--local-directory", str(instructor_home / ".dask"),
+                     *tls]):
+        log = (root / f"dask-{len(started)}.log").open("w")
+        started.append(subprocess.Popen(["runuser", "-u", site.instructor, "--", "env",
+                                         f"HOME={instructor_home}", *env, *map(str, command)],
+                                        stdout=log, stderr=subprocess.STDOUT, cwd=instructor_home))
+    try:
+        from distributed import Client
+        from distributed.security import Security
+        root_view = Security(tls_ca_file=str(certs / "ca.pem"), tls_client_cert=str(certs / "client.pem"),
+                             tls_client_key=str(certs / "client.key"), require_encryption=True)
+        with Client(address, security=root_view, timeout=120) as client:
+            client.wait_for_workers(1, timeout=180)
+        for process in started:  # runuser stays root for the PAM session; what it starts is the instructor's
+            assert {p.username() for p in psutil.Process(process.pid).children(recursive=True)} == {site.instructor}
+        yield address, ["--tls-ca-file", str(certs / "ca.pem"), "--tls-cert", str(certs / "client.pem"),
+                        "--tls-key", str(certs / "client.key")]
+    finally:
+        for process in started:
+            with contextlib.suppress(psutil.Error):
+                for p in [psutil.Process(process.pid), *psutil.Process(process.pid).children(recursive=True)]:
+                    p.kill()
+            process.wait(timeout=30)
 
 
 def free_port() -> int:

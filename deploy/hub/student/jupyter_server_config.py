@@ -8,3 +8,7 @@ import os
 c = get_config()  # noqa: F821 (injected by traitlets when the file is loaded)
 if importlib.util.find_spec("autograd_course_page") is not None:
     c.LabApp.app_settings_dir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "lab-settings")
+
+# nbgrader's fetched folder in the file browser at once, not at its next poll (the why, and how it is
+# built without a bundler: labextensions/autograd-fetched/static/remoteEntry.js).
+c.LabApp.extra_labextensions_path = [os.path.join(os.path.dirname(os.path.abspath(__file__)), "labextensions")]
