@@ -27,7 +27,7 @@ import requests
 from autograder.commands.serve import STUDENT_VIEW, Service, own_due_name
 
 from support import ARTEFACTS, REPO, axe
-from support.browser import LAB_MENUS, SPEECH_FROM_MENU, Chromium
+from support.browser import LAB_MENUS, SPEECH_FROM_MENU, Chromium, news
 from support.course import ASSIGNMENT, NOTEBOOK, autograder, released_to_exchange
 from support.jupyter import jupyter_server
 from support.words import visible
@@ -38,13 +38,6 @@ sys.path.insert(0, str(STUDENT / "python"))
 import autograd_course_page as page_module  # noqa: E402  (the extension, as the students' PYTHONPATH has it)
 
 TITLE = "a00 · Toy assignment"  # the released notebook's first heading
-# In the open page: what its status region comes to say (waited for at most 90 s).
-NEWS = """(async () => {
-    for (let i = 0; i < 180 && !document.getElementById("updates").textContent.trim(); i++) {
-        await new Promise(resolve => setTimeout(resolve, 500));
-    }
-    return document.getElementById("updates").textContent.trim();
-})()"""
 
 
 @pytest.fixture
@@ -189,7 +182,7 @@ def test_a_student_fetches_submits_and_reads_their_feedback_from_the_page(course
         assert post(session, url, "submit").status_code == 303
         seen: dict = {}
         watching = threading.Thread(target=lambda: seen.update(page=chromium.open(f"{url}?token={token}",
-                                                                                  probe=NEWS)))
+                                                                                  probe=news(90))))
         watching.start()
         time.sleep(2)  # the page open (a warm browser takes well under a second) before the grading
         assert service.step()

@@ -259,6 +259,7 @@ def test_the_first_hour_of_an_instructor_and_a_student(hub):
         tab.screenshot(SHOTS / "2-course-page.png")
         assert landing["h1"] == "Your assignments" and landing["lab"], landing
         assert any(h.startswith("a01 · ") for h in landing["assignments"]), landing  # its title, not its folder
+        a01 = next(h for h in landing["assignments"] if h.startswith("a01 · "))
 
         # JupyterLab, with the course's name in its title; no news toast, nothing asked of the network.
         tab.js("[...document.querySelectorAll('a')].find(a => a.innerText.trim() === 'JupyterLab').click()")
@@ -277,10 +278,15 @@ def test_the_first_hour_of_an_instructor_and_a_student(hub):
         # (deploy/hub/student/labextensions/autograd-fetched/).
         click(tab, menu_item(".lm-MenuBar-item", "Nbgrader"), "the Nbgrader menu")
         click(tab, menu_item(".lm-Menu-item", "Assignment List"), "Nbgrader, Assignment List")
+        # The tab names the assignment and the course as the course page does (labextensions/autograd-titles)
         fetch = (f"[...document.querySelectorAll('#released_assignments_list > div')].filter(row => "
-                 f"row.innerText.includes({json.dumps(ASSIGNMENT)}) && row.querySelector('button'))"
+                 f"row.innerText.includes({json.dumps(a01)}) && row.querySelector('button'))"
                  ".map(row => row.querySelector('button')).find(b => b.innerText.trim() === 'Fetch')")
-        tab.until(fetch, f"{ASSIGNMENT}'s Fetch button in the Assignments tab", timeout=60)
+        tab.until(fetch, f"{a01}'s Fetch button in the Assignments tab", timeout=60)
+        tab.until(f"document.querySelector('#assignments_list_info').innerText.includes({json.dumps(TITLE)})",
+                  "the course's name in the Assignments tab", timeout=30)
+        words = tab.js("document.querySelector('#assignments').innerText")
+        assert ASSIGNMENT not in words and "autograd-course" not in words, words
         click(tab, "document.querySelector('.jp-FileBrowser-toolbar [data-command=\"filebrowser:refresh\"]')",
               "the file browser's Refresh button")
         time.sleep(0.5)

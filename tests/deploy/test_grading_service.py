@@ -24,7 +24,7 @@ import pytest
 from autograder.course import notebook
 
 from support import ARTEFACTS, axe
-from support.browser import LAB_MENUS, Chromium
+from support.browser import LAB_MENUS, Chromium, news
 from support.hub import COURSE, GRADER, PREFIX, REPO, Browser, answered, as_user
 from support.words import visible
 
@@ -171,7 +171,7 @@ def test_the_course_page_says_it_arrived_and_links_its_feedback(hub):
     assert abs((collected - submitted).total_seconds()) < 10, (collected, submitted)
 
     # in the student's browser: the page readable by everyone (axe), the feedback's math typeset
-    with Chromium() as chromium:
+    with Chromium(timeout=660) as chromium:  # the last look waits for a grading
         chromium._call("Storage.setCookies", cookies=[
             {"name": k.name, "value": k.value, "domain": "127.0.0.1", "path": k.path} for k in c.s.cookies])
         course_page = f"{hub.base}/user/{c.user}/course/"
@@ -183,6 +183,13 @@ def test_the_course_page_says_it_arrived_and_links_its_feedback(hub):
         # and JupyterLab's Course menu, the way back (what the hub gives the students' servers)
         menus = chromium.open(f"{hub.base}/user/{c.user}/lab", probe=LAB_MENUS).probe
         assert menus and "Course" in menus, menus
+        # a student who submits again and keeps the page open: the link comes by itself, through the
+        # hub (the page's own request, which the hub answers only with the page's _xsrf token)
+        assert c.server("course/submit", "POST", data={"assignment": ASSIGNMENT}).status_code == 303
+        waited = chromium.open(course_page, probe=news(600))
+        assert waited.probe.endswith("is ready.") and "a01 · Graphs and backpropagation" in waited.probe, waited.probe
+
+
 
 
 # -- the instructor's policy, and a student resubmitting in a loop ----------------------------------

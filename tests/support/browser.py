@@ -97,6 +97,17 @@ SPOKEN = """(async () => {
             errors: document.querySelectorAll("mjx-merror").length};
 })()"""
 
+def news(seconds: float) -> str:
+    """A probe: what the open course page's status region comes to say, waited for ``seconds`` at most
+    (open the page with a Chromium whose timeout is longer)."""
+    return f"""(async () => {{
+    for (let i = 0; i < {int(seconds * 2)} && !document.getElementById("updates").textContent.trim(); i++) {{
+        await new Promise(resolve => setTimeout(resolve, 500));
+    }}
+    return document.getElementById("updates").textContent.trim();
+}})()"""
+
+
 SPEECH_UNSAVED = "localStorage.removeItem('MathJax-Menu-Settings');"  # a reader who never turned it on
 # ... or as a reader turns it on there while reading (the menu's Accessibility > Activate sets this
 # variable): the page typesets again, and every formula must come back spoken.

@@ -26,7 +26,11 @@
       const ask = () => {  // at most every 30 s: titles change only when the instructor releases
         if (Date.now() - asked < 30000) return;
         asked = Date.now();
-        fetch(baseUrl() + "course/titles.json", {credentials: "same-origin"})
+        // with the _xsrf cookie as a header, as JupyterLab's own requests: on a hub, a request
+        // that is not a page's navigation is refused its log-in cookie without it
+        const xsrf = (document.cookie.match(/(?:^|;\s*)_xsrf=([^;]*)/) || [])[1];
+        fetch(baseUrl() + "course/titles.json",
+              {credentials: "same-origin", headers: xsrf ? {"X-XSRFToken": decodeURIComponent(xsrf)} : {}})
           .then(reply => reply.ok ? reply.json() : Promise.reject(reply.status))
           .then(found => { names = found; look(); })
           .catch(() => null);  // no course page here: the tab stays as nbgrader draws it

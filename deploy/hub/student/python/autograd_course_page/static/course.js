@@ -18,7 +18,12 @@
   const refresh = async () => {
     if (!waiting().length || ++rounds > 180) return;  // at most 30 minutes
     try {
-      const reply = await fetch(window.location.pathname, {credentials: "same-origin", cache: "no-store"});
+      // the _xsrf cookie as a header, as JupyterLab's own requests: on a hub, a request that is not
+      // a page's navigation is refused its log-in cookie without it (and answered the log-in page)
+      const xsrf = (document.cookie.match(/(?:^|;\s*)_xsrf=([^;]*)/) || [])[1];
+      const reply = await fetch(window.location.pathname, {
+        credentials: "same-origin", cache: "no-store", redirect: "error",
+        headers: xsrf ? {"X-XSRFToken": decodeURIComponent(xsrf)} : {}});
       if (reply.ok) {
         const fresh = new DOMParser().parseFromString(await reply.text(), "text/html");
         for (const old of waiting()) {
