@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import copy
 import json
+import re
 
 import jsonschema
 import pytest
@@ -86,9 +87,16 @@ def test_the_values_say_what_the_guide_says(values):
     ast.parse(exchange["stringData"])  # the config file each server loads is Python that parses
     assert f'configureExchange(c, "{ngshare["url"]}/services/ngshare")' in exchange["stringData"]
     assert "access:services!service=ngshare" in hub["loadRoles"]["user"]["scopes"]
-    assert singleuser["extraEnv"]["JUPYTER_CONFIG_PATH"].endswith("/student")
     override = hub["config"]["KubeSpawner"]["group_overrides"]["01-instructors"]
     assert override["groups"] == ["instructors"] and "instructors" in hub["config"]["JupyterHub"]["load_groups"]
-    assert override["spawner_override"]["environment"]["JUPYTER_CONFIG_PATH"].endswith("/instructor")
+    # each role's configuration first, everyone's after it, as on the one-machine hub; each a folder
+    # of deploy/hub/ that the image copies
+    dockerfile = (REPO / "deploy" / "kubernetes" / "Dockerfile").read_text()
+    copied = dict((target, source) for source, target in re.findall(r"^COPY (deploy/hub/\S+) (\S+)$", dockerfile, re.M))
+    for role, path in [("student", singleuser["extraEnv"]["JUPYTER_CONFIG_PATH"]),
+                       ("instructor", override["spawner_override"]["environment"]["JUPYTER_CONFIG_PATH"])]:
+        folders = path.split(":")
+        assert [f.rsplit("/", 1)[-1] for f in folders] == [role, "everyone"], path
+        assert all(f in copied and (REPO / copied[f]).is_dir() for f in folders), (path, copied)
     assert values["cull"]["enabled"] is True
     assert {"guarantee", "limit"} <= set(singleuser["memory"]) and {"guarantee", "limit"} <= set(singleuser["cpu"])
