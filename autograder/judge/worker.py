@@ -46,15 +46,23 @@ def preload() -> None:
     """What every worker needs, made once in the forkserver: the checks, the reference, each
     exercise's compiled sandbox kit (about 25 ms apiece) and its oracle's engine (a few, shared),
     for a student who answered every exercise, and the forms of the reference code a verdict's
-    message is scrubbed of."""
+    message is scrubbed of. And the libraries a grading imports on its way (nbgrader's release
+    preprocessors, which restore a notebook's stubs, import nbgrader, nbconvert and Jupyter Server;
+    IPython's input transformer): imported in each worker they were about a thousand modules and
+    1.2 CPU-s of every grading (measured: benchmarks/bench_grading_cost.py)."""
     with contextlib.suppress(Exception):
+        import nbformat
+
         import solutions  # noqa: F401
+        from autograder.course import notebook
         from autograder.judge import sealed
-        from autograder.judge.judge import _engine
+        from autograder.judge.judge import _engine, transform
         from autograder.judge.scrub import forms
         for s in catalogue.in_engine():
             sealed.engine(_engine(s.id)[3])
             forms(s.prefix)
+        notebook.released(nbformat.v4.new_code_cell("x = 1"))
+        transform("x = 1")
 
 
 
