@@ -23,8 +23,8 @@ over rounds of a block's mean (the block least disturbed by the rest of the mach
 over every grading, with the load average.
 
 Then what a sandbox's start costs (``--starts N`` times each, the minimum): bubblewrap starting
-``python -c pass``, the same importing NumPy, the runner up to reading its setup, and a whole
-bare session (start, an empty setup, close) as the judge makes one per exercise."""
+``python -c pass`` with the sandbox's flags, the same importing NumPy, and a whole bare session as
+the judge makes one per exercise (the runner started, an empty setup, closed)."""
 from __future__ import annotations
 
 import argparse
@@ -158,7 +158,6 @@ def starts(n: int) -> dict[str, float]:
     stages = {
         "bubblewrap, python -c pass": [*head, python, *flags, "-c", "pass"],
         "bubblewrap, python -c 'import numpy'": [*head, python, *flags, "-c", "import numpy"],
-        "bubblewrap, the runner (to its setup)": command,
     }
     group = Cgroup()
     out: dict[str, float] = {}
