@@ -12,9 +12,10 @@ this process. ``--looper``: one more student resubmits every second the whole ti
 for each of the n students, seconds from their record to their page in the exchange's feedback/
 (p50, p95, max); the CPU seconds of this process and its children (the grading workers and their
 sandboxes) per graded submission, from a cgroup of the run's own when it can make one (root; else
-from rusage, which misses the Python of every killed sandbox: "cpu_counted_from"); how many gradings there were, and that each of the n students'
-final submission was graded exactly once. No hub (tests/deploy and bench_class.py have it):
-the service's own latency, which the hub adds its Fetch Feedback to.
+from rusage, which misses the Python of every killed sandbox: "cpu_counted_from"); how many
+gradings there were, and that each of the n students' final submission was graded exactly once.
+No hub (tests/deploy and bench_class.py have it): the service's own latency, which the hub adds its
+Fetch Feedback to.
 
 Measured 2026-11-29, a02_broadcasting, --jobs 2, n = 10, 20, 40, on a 2-core machine shared with
 other work (the load average printed with each run, 3-7): deploy/README.md, "The grading service"."""

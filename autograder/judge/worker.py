@@ -49,7 +49,7 @@ def preload() -> None:
     message is scrubbed of. And the libraries a grading imports on its way (nbgrader's release
     preprocessors, which restore a notebook's stubs, import nbgrader, nbconvert and Jupyter Server;
     IPython's input transformer): imported in each worker they were about a thousand modules and
-    1.2 CPU-s of every grading (measured: benchmarks/bench_grading_cost.py)."""
+    1.1-1.5 CPU-s of every a02 grading (benchmarks/bench_grading_cost.py)."""
     with contextlib.suppress(Exception):
         import nbformat
 

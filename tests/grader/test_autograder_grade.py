@@ -307,7 +307,7 @@ def test_a_grading_worker_imports_nothing_its_forkserver_has_not():
     """Every worker is forked from a forkserver that preloaded the judge (autograder.judge.warm): what a
     grading imports beyond it is imported again in every worker, once per student. nbgrader's release
     preprocessors (restoring a notebook's stubs) and IPython's input transformer were about a thousand
-    modules and 1.3 CPU-s of every a02 grading (benchmarks/bench_grading_cost.py)."""
+    modules and 1.1-1.5 CPU-s of every a02 grading (benchmarks/bench_grading_cost.py)."""
     from support import REPO
     code = f"""
 import sys
