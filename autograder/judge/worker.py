@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import json
+import multiprocessing
 import os
 import signal
 import sys
@@ -38,7 +39,21 @@ def die_with_parent() -> None:
     parent = os.getppid()
     if sys.platform.startswith("linux"):
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-    if os.getppid() != parent:  # the parent died before prctl took effect
+    if os.getppid() != parent or grader_gone():  # the parent died before prctl took effect
+        os._exit(1)
+
+
+def grader_gone() -> bool:
+    """Whether the grader that asked for this worker has died (the end of the pipe multiprocessing
+    gives each child of a process is closed). Its forkserver, and with it this worker, may outlive
+    it by a fraction of a second (measured: a worker ended 0.4 s after its grader's kill -9)."""
+    grader = multiprocessing.parent_process()
+    return grader is not None and not grader.is_alive()
+    # The forkserver may have died even before this worker read its parent's pid (then the "parent"
+    # above is whoever adopted it, and prctl watches that one): it dies only after the grader, so
+    # a grader gone (the end of the pipe multiprocessing gives every child of it) ends this worker.
+    grader = multiprocessing.parent_process()
+    if grader is not None and not grader.is_alive():
         os._exit(1)
 
 
@@ -83,6 +98,8 @@ def run(spec_path: str) -> None:
     sandbox = Sandbox(unsafe=bool(spec.get("unsafe")), limits=limits)
 
     def progress(verdict) -> None:
+        if grader_gone():  # write nothing: the next run may have removed this scratch area (and a
+            os._exit(1)    # write would make it again, outside any run: test_resume_after_ctrl_c_and_kill_9)
         status = "passed" if verdict.passed else "failed"
         print(f"{verdict.exercise}: {status} in {verdict.seconds:.2f} s", flush=True)
         if verdict.detail:
@@ -91,4 +108,6 @@ def run(spec_path: str) -> None:
     result = submission.grade_submission(Path(spec["source"]), Path(spec["submitted"]), Path(spec["out"]),
                                       sandbox=sandbox, budget=spec["budget"], on_exercise=progress)
     result["success"] = True
+    if grader_gone():
+        os._exit(1)
     submission.write_result(Path(spec["result"]), result)
