@@ -11,9 +11,11 @@ the service (:class:`autograder.commands.serve.Service`, the code of ``autograde
 this process. ``--looper``: one more student resubmits every second the whole time. Reported:
 for each of the n students, seconds from their record to their page in the exchange's feedback/
 (p50, p95, max); the CPU seconds of this process and its children (the grading workers and their
-sandboxes) per graded submission; how many gradings there were, and that each of the n students'
-final submission was graded exactly once. No hub (tests/deploy and bench_class.py have it):
-the service's own latency, which the hub adds its Fetch Feedback to.
+sandboxes) per graded submission, from a cgroup of the run's own when it can make one (root; else
+from rusage, which misses the Python of every killed sandbox: "cpu_counted_from"); how many
+gradings there were, and that each of the n students' final submission was graded exactly once.
+No hub (tests/deploy and bench_class.py have it): the service's own latency, which the hub adds its
+Fetch Feedback to.
 
 Measured 2026-11-29, a02_broadcasting, --jobs 2, n = 10, 20, 40, on a 2-core machine shared with
 other work (the load average printed with each run, 3-7): deploy/README.md, "The grading service"."""
@@ -73,7 +75,9 @@ def submit(course: Course, assignment: str, student: str) -> tuple[Path, str]:
 
 def cpu_seconds() -> float:
     """CPU time of this process, of its children it has reaped, and of its live children (the workers'
-    forkserver) with theirs: the grading workers and their sandboxes, reaped by the forkserver."""
+    forkserver) with theirs: the grading workers and bubblewrap, reaped by the forkserver. Not the
+    Python of a killed sandbox, which no process of ours reaps: about half of a grading's CPU (see
+    benchmarks/bench_grading_cost.py). Only without a cgroup (:func:`counter`)."""
     own = os.times()
     total = own.user + own.system + own.children_user + own.children_system
     for child in psutil.Process().children():
@@ -81,6 +85,16 @@ def cpu_seconds() -> float:
             times = child.cpu_times()
             total += times.user + times.system + times.children_user + times.children_system
     return total
+
+
+def counter():
+    """A cgroup of this process tree's own if one can be made (root), else None (then
+    :func:`cpu_seconds` counts, without the killed sandboxes' Python)."""
+    from bench_grading_cost import Cgroup, CgroupUnavailable
+    try:
+        return Cgroup()
+    except CgroupUnavailable:
+        return None
 
 
 def main() -> None:
@@ -91,6 +105,7 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--looper", action="store_true", help="one more student resubmits every second")
     args = parser.parse_args()
+    group = counter()
     root = Path(tempfile.mkdtemp(prefix="bench-serve-"))
     try:
         course = scratch(root, args.assignment)
@@ -122,7 +137,8 @@ def main() -> None:
             stop.set()
 
         threads = [threading.Thread(target=f) for f in (students, looper, watch)]
-        cpu = cpu_seconds()
+        cpu_seconds_now = group.cpu if group else cpu_seconds
+        cpu = cpu_seconds_now()
         started = time.monotonic()
         for thread in threads:
             thread.start()
@@ -130,7 +146,7 @@ def main() -> None:
         for thread in threads:
             thread.join()
         wall = time.monotonic() - started
-        used = cpu_seconds() - cpu
+        used = cpu_seconds_now() - cpu
         history = State(course).history
         counted = {s: sum(1 for _, who, _, _ in history if who == s) for s in sent}
         latencies = sorted(answered.values()) or [float("nan")]
@@ -143,10 +159,13 @@ def main() -> None:
             "answered": len(answered), "wall_s": round(wall, 1), "gradings": len(history),
             "looper_gradings": sum(1 for _, who, _, _ in history if who == "looper"),
             "cpu_s_per_grading": round(used / max(1, len(history)), 2),
+            "cpu_counted_from": "cgroup" if group else "rusage",
             "each_graded_once": all(n == 1 for n in counted.values()),
         }, indent=1))
     finally:
         shutil.rmtree(root, ignore_errors=True)
+        if group:
+            group.close()
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import json
+import multiprocessing
 import os
 import signal
 import sys
@@ -38,7 +39,21 @@ def die_with_parent() -> None:
     parent = os.getppid()
     if sys.platform.startswith("linux"):
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-    if os.getppid() != parent:  # the parent died before prctl took effect
+    if os.getppid() != parent or grader_gone():  # the parent died before prctl took effect
+        os._exit(1)
+
+
+def grader_gone() -> bool:
+    """Whether the grader that asked for this worker has died (the end of the pipe multiprocessing
+    gives each child of a process is closed). Its forkserver, and with it this worker, may outlive
+    it by a fraction of a second (measured: a worker ended 0.4 s after its grader's kill -9)."""
+    grader = multiprocessing.parent_process()
+    return grader is not None and not grader.is_alive()
+    # The forkserver may have died even before this worker read its parent's pid (then the "parent"
+    # above is whoever adopted it, and prctl watches that one): it dies only after the grader, so
+    # a grader gone (the end of the pipe multiprocessing gives every child of it) ends this worker.
+    grader = multiprocessing.parent_process()
+    if grader is not None and not grader.is_alive():
         os._exit(1)
 
 
@@ -46,15 +61,23 @@ def preload() -> None:
     """What every worker needs, made once in the forkserver: the checks, the reference, each
     exercise's compiled sandbox kit (about 25 ms apiece) and its oracle's engine (a few, shared),
     for a student who answered every exercise, and the forms of the reference code a verdict's
-    message is scrubbed of."""
+    message is scrubbed of. And the libraries a grading imports on its way (nbgrader's release
+    preprocessors, which restore a notebook's stubs, import nbgrader, nbconvert and Jupyter Server;
+    IPython's input transformer): imported in each worker they were about a thousand modules and
+    1.1-1.5 CPU-s of every a02 grading (benchmarks/bench_grading_cost.py)."""
     with contextlib.suppress(Exception):
+        import nbformat
+
         import solutions  # noqa: F401
+        from autograder.course import notebook
         from autograder.judge import sealed
-        from autograder.judge.judge import _engine
+        from autograder.judge.judge import _engine, transform
         from autograder.judge.scrub import forms
         for s in catalogue.in_engine():
             sealed.engine(_engine(s.id)[3])
             forms(s.prefix)
+        notebook.released(nbformat.v4.new_code_cell("x = 1"))
+        transform("x = 1")
 
 
 
@@ -75,6 +98,8 @@ def run(spec_path: str) -> None:
     sandbox = Sandbox(unsafe=bool(spec.get("unsafe")), limits=limits)
 
     def progress(verdict) -> None:
+        if grader_gone():  # write nothing: the next run may have removed this scratch area (and a
+            os._exit(1)    # write would make it again, outside any run: test_resume_after_ctrl_c_and_kill_9)
         status = "passed" if verdict.passed else "failed"
         print(f"{verdict.exercise}: {status} in {verdict.seconds:.2f} s", flush=True)
         if verdict.detail:
@@ -83,4 +108,6 @@ def run(spec_path: str) -> None:
     result = submission.grade_submission(Path(spec["source"]), Path(spec["submitted"]), Path(spec["out"]),
                                       sandbox=sandbox, budget=spec["budget"], on_exercise=progress)
     result["success"] = True
+    if grader_gone():
+        os._exit(1)
     submission.write_result(Path(spec["result"]), result)

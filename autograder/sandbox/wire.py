@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import io
 import json
+import math
+import re
 import struct
 
 import numpy as np
@@ -162,9 +164,41 @@ def _int(value) -> int:
     return value
 
 
+# The header np.save writes for an array of numbers or booleans (.npy format 1.0): such an array is
+# decoded here without np.load, whose header parser (ast.literal_eval) was most of the time a small
+# array took to decode, about 60 us, for some 2,000 arrays across the channel in each a02 grading.
+# Any other header (strings, structured dtypes, a hostile sandbox's) is np.load's to refuse or read.
+NPY_MAGIC = b"\x93NUMPY\x01\x00"
+NPY_HEADER = re.compile(rb"\{'descr': '([<>|][biufc][0-9]{1,2})', 'fortran_order': (False|True), "
+                        rb"'shape': \(((?:[0-9]+, )*[0-9]+,?)?\), \} *\n")
+
+
+def _numbers(blob: bytes) -> np.ndarray | None:
+    """The array of numbers ``blob`` holds, or None if its header is not one np.save writes for one."""
+    if len(blob) < 10 or not blob.startswith(NPY_MAGIC):
+        return None
+    start = 10 + int.from_bytes(blob[8:10], "little")
+    header = NPY_HEADER.fullmatch(blob, 10, start)
+    if header is None:
+        return None
+    try:
+        dtype = np.dtype(header[1].decode())
+    except TypeError:
+        raise WireError("malformed array: an unknown dtype") from None
+    shape = tuple(int(n) for n in header[3].split(b",") if n.strip()) if header[3] else ()
+    count = math.prod(shape)
+    if len(blob) - start != count * dtype.itemsize:
+        raise WireError("malformed array: its data is not the size its header says")
+    array = np.frombuffer(blob, dtype, count, offset=start).copy()
+    return array.reshape(shape[::-1]).transpose() if header[2] == b"True" else array.reshape(shape)
+
+
 def _load(blobs: list[bytes], index: int) -> np.ndarray:
     if not 0 <= index < len(blobs):
         raise WireError("no such blob")
+    numbers = _numbers(blobs[index])
+    if numbers is not None:
+        return numbers
     try:
         array = np.load(io.BytesIO(blobs[index]), allow_pickle=False)
     except Exception as error:  # any malformed .npy
@@ -189,17 +223,20 @@ class Reader:
 
     def __init__(self, fd: int, limit: int):
         self.fd, self.limit = fd, limit
+        # What was read past the bytes asked for: a read takes whatever the pipe holds (up to 1 MiB),
+        # so a small message is one read, not four (header, JSON, each blob's length and bytes).
+        self._ahead = bytearray()
 
     def _exact(self, n: int, wait) -> bytes:
-        chunks, got = [], 0
-        while got < n:
+        while len(self._ahead) < n:
             wait()
-            chunk = _read(self.fd, min(n - got, 1 << 20))
+            chunk = _read(self.fd, min(max(n - len(self._ahead), 1 << 16), 1 << 20))
             if not chunk:
                 raise EOFError("the other side closed the channel")
-            chunks.append(chunk)
-            got += len(chunk)
-        return b"".join(chunks)
+            self._ahead += chunk
+        out = bytes(self._ahead[:n])
+        del self._ahead[:n]
+        return out
 
     def read(self, wait=lambda: None) -> tuple[dict, list[bytes]]:
         length, count = HEADER.unpack(self._exact(HEADER.size, wait))

@@ -301,3 +301,29 @@ def test_a_check_that_crashes_is_reported_to_the_instructor_with_its_traceback(c
     autograded = json.loads((course.autograded_dir("alice", ASSIGNMENT) / f"{NOTEBOOK}.ipynb").read_text())
     errors = [o["evalue"] for c in autograded["cells"] for o in c.get("outputs", []) if o["output_type"] == "error"]
     assert errors and all(e == f"a00-add: {add['message']}" for e in errors), errors
+
+
+def test_a_grading_worker_imports_nothing_its_forkserver_has_not():
+    """Every worker is forked from a forkserver that preloaded the judge (autograder.judge.warm): what a
+    grading imports beyond it is imported again in every worker, once per student. nbgrader's release
+    preprocessors (restoring a notebook's stubs) and IPython's input transformer were about a thousand
+    modules and 1.1-1.5 CPU-s of every a02 grading (benchmarks/bench_grading_cost.py)."""
+    from support import REPO
+    code = f"""
+import sys
+from pathlib import Path
+from autograder.judge import warm  # what the forkserver preloads
+from autograder.course import notebook
+from autograder.judge.judge import code_cells
+from autograder.judge.restore import restore
+from autograder.judge.submission import judged_exercises
+before = set(sys.modules)
+for source in sorted(Path({str(REPO / "assignments" / "source")!r}).glob("a*/*.ipynb")):
+    restored, _ = restore(notebook.read(source), notebook.read(source))
+    for exercise in judged_exercises(restored.cells):
+        code_cells(restored.cells, exercise)
+print(sorted(set(sys.modules) - before))
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "[]"

@@ -55,6 +55,34 @@ def test_objects_cannot_be_sent_without_a_handle_and_object_arrays_never_decode(
         wire.decode({"$a": 0}, [buffer.getvalue()])
 
 
+@pytest.mark.parametrize("array", [np.asfortranarray(np.arange(12.0).reshape(3, 4)),
+                                   np.arange(6, dtype=">i4").reshape(2, 3), np.zeros((0, 3), np.float32),
+                                   np.array(2.5), np.array([True, False]), np.array(["ab", "c"])])
+def test_arrays_decode_as_np_load_reads_them(array):
+    """Arrays of numbers skip np.load (wire._numbers): the same dtype, shape, order and values."""
+    got = roundtrip(array)
+    assert got.dtype == array.dtype and got.shape == array.shape and np.array_equal(got, array)
+    assert got.flags.f_contiguous == array.flags.f_contiguous and got.flags.writeable
+
+
+def _npy(header: str, payload: bytes) -> bytes:
+    text = header.encode() + b"\n"
+    return b"\x93NUMPY\x01\x00" + len(text).to_bytes(2, "little") + text + payload
+
+
+@pytest.mark.parametrize("blob", [
+    _npy("{'descr': '<f8', 'fortran_order': False, 'shape': (3, 4), }", bytes(8)),   # less data than its shape
+    _npy("{'descr': '<f8', 'fortran_order': False, 'shape': (1,), }", bytes(16)),    # more
+    _npy("{'descr': '<f8', 'fortran_order': False, 'shape': (99999999999999999999, 2), }", bytes(8)),
+    _npy("{'descr': '<f3', 'fortran_order': False, 'shape': (1,), }", bytes(3)),     # no such dtype
+    _npy("{'descr': '|O', 'fortran_order': False, 'shape': (1,), }", bytes(8)),      # objects: np.load refuses
+    _npy("{'descr': '<f8', 'fortran_order': False, 'shape': (1,), 'x': 1}", bytes(8)),  # not np.save's header
+])
+def test_forged_array_headers_are_wire_errors(blob):
+    with pytest.raises(wire.WireError):
+        wire.decode({"$a": 0}, [blob])
+
+
 @pytest.mark.parametrize("frame", [
     struct.pack("<II", 10**9, 0),                       # over the size limit
     struct.pack("<II", 5, 0) + b"nope!",               # not JSON
