@@ -39,7 +39,10 @@ def die_with_parent() -> None:
     parent = os.getppid()
     if sys.platform.startswith("linux"):
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-    if os.getppid() != parent or grader_gone():  # the parent died before prctl took effect
+    # The parent died before prctl took effect; or the forkserver died even before this worker read
+    # its parent's pid (then the "parent" above is whoever adopted it, and prctl watches that one):
+    # the forkserver dies only after the grader, so a grader gone ends this worker too.
+    if os.getppid() != parent or grader_gone():
         os._exit(1)
 
 
@@ -49,12 +52,6 @@ def grader_gone() -> bool:
     it by a fraction of a second (measured: a worker ended 0.4 s after its grader's kill -9)."""
     grader = multiprocessing.parent_process()
     return grader is not None and not grader.is_alive()
-    # The forkserver may have died even before this worker read its parent's pid (then the "parent"
-    # above is whoever adopted it, and prctl watches that one): it dies only after the grader, so
-    # a grader gone (the end of the pipe multiprocessing gives every child of it) ends this worker.
-    grader = multiprocessing.parent_process()
-    if grader is not None and not grader.is_alive():
-        os._exit(1)
 
 
 def preload() -> None:
