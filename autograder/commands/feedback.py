@@ -329,6 +329,12 @@ def inline_mathjax(html: str) -> str:
     tag = re.search(r'<script\b[^>]*\bsrc="mathjax/tex-chtml\.js"[^>]*>\s*</script>', html)
     if tag is None:
         raise CourseError("the feedback page has no MathJax script to inline: the template changed")
+    return f"{html[:tag.start()]}{_carried()}{html[tag.end():]}"
+
+
+@functools.cache
+def _carried() -> str:
+    """What a page that travels alone carries in place of its MathJax script (3.4 MB, read once)."""
     source = mathjax_dir()
     hooks = (TEMPLATES / "autograder_feedback" / "speech_parts.js").read_text(encoding="utf-8")
     parts = [f'<script type="text/plain" data-mathjax-part="{name}">{_inlinable(source / f"{name}.js")}</script>'
@@ -336,9 +342,8 @@ def inline_mathjax(html: str) -> str:
     maps = [f'<script type="application/json" data-mathjax-locale="{locale}">'
             f'{_inlinable(source / "sre" / "mathmaps" / f"{locale}.json")}</script>'
             for locale in MATHJAX_SPEECH_LOCALES]
-    carried = "".join([f"<script>{hooks}</script>", *parts, *maps,
-                       f'<script id="MathJax-script">{_inlinable(source / MATHJAX_INLINE)}</script>'])
-    return f"{html[:tag.start()]}{carried}{html[tag.end():]}"
+    return "".join([f"<script>{hooks}</script>", *parts, *maps,
+                    f'<script id="MathJax-script">{_inlinable(source / MATHJAX_INLINE)}</script>'])
 
 
 def _inlinable(path: Path) -> str:
