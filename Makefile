@@ -43,8 +43,8 @@ test: install chromium axe postgresql bubblewrap book
 
 # The contributor's loop: lint, then every test not marked slow (no book build, browser, training,
 # nbgrader end-to-end run, sandbox time-out, or judging of every exercise: the first of each
-# assignment is judged). Measured on 2 cores (2026-11-29, load 0.4-2, mypy's cache warm): 46 s, of which
-# the tests 43 s; the first run from a clean clone is about 116 s, while mypy builds its cache (36 s).
+# assignment is judged). Measured on 2 cores (2026-11-29, load 0.4-2, mypy's cache warm): 45-49 s, of which
+# the tests 42-46 s; the first run from a clean clone is about 116 s, while mypy builds its cache (36 s).
 # `make test` is still what CI runs.
 check: lint bubblewrap
 	$(PY) -m pytest -q -n auto --dist loadgroup -m "not slow"
