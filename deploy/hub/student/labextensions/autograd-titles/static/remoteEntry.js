@@ -38,7 +38,8 @@
       const rename = tab => {
         for (const item of tab.querySelectorAll(".item_name > a, .item_name > span")) {
           const shown = item.textContent.trim();
-          const title = names && names.titles[shown];
+          // own keys only: a row reading "constructor" must not pick up Object's
+          const title = names && Object.hasOwn(names.titles, shown) ? names.titles[shown] : null;
           if (title) {
             item.textContent = title;  // a title is never a name: the renaming ends here
           } else if (NAME.test(shown) && shown.includes("_")) {
