@@ -57,6 +57,7 @@ from autograder.course.directory import Course
 from autograder.course.exchange import SECRET_FILE, read_inbound
 from autograder.course.files import write_file
 from autograder.course.lms import Placement, Roster, lms_placement, load_roster, notebook_of, vet_moodle_names
+from autograder.course.ngshare import STAMP_FILE, Ngshare, is_ngshare, read_ngshare
 from autograder.course.students import check_student_id, printable
 
 MAX_ZIP_NOTEBOOK_BYTES = 2**30       # the notebooks of one zip, unpacked: 500 students at 2 MB each
@@ -291,7 +292,8 @@ def collect_exchange(course: Course, assignment: str, exchange: str | Path | Non
                      students: Collection[str] | None = None) -> CollectReport:
     """Import what students submitted from JupyterLab's Assignments tab (nbgrader's exchange).
 
-    The exchange is read by :func:`autograder.course.exchange.read_inbound`, not nbgrader's own
+    The exchange is read by :func:`autograder.course.exchange.read_inbound` (or, when ``exchange``
+    is ngshare's URL, :func:`autograder.course.ngshare.read_ngshare`), not nbgrader's own
     collect (which copies each folder with its links resolved and takes the student's name and
     time on their word): each student's latest record that their own account made, its top-level
     notebooks only, timed by when its files last changed. From there the notebooks go through the
@@ -301,18 +303,23 @@ def collect_exchange(course: Course, assignment: str, exchange: str | Path | Non
     ``students``, only the records named for them are read (the grading service's one student).
     """
     config = course.exchange_config(exchange)
-    root = Path(config.Exchange.root)
-    report = CollectReport(assignment, f"nbgrader exchange {root}")
-    inbound = root / course.course_id / "inbound"
-    if not inbound.is_dir():
-        raise CourseError(f"no inbound folder {inbound}: nothing was ever submitted to course "
-                          f"{course.course_id!r} in this exchange (was it released there?)")
     before = _due_date(course, assignment) if config.ExchangeCollect.get("before_duedate") else None
-    try:
-        found = read_inbound(inbound, assignment, course.notebooks(assignment), _released_entries(course, assignment),
-                             before=before, students=students)
-    except OSError as error:
-        raise CourseError(str(error)) from None
+    if is_ngshare(exchange):
+        report = CollectReport(assignment, f"ngshare {exchange}")
+        found = read_ngshare(Ngshare(str(exchange), course.course_id), assignment, course.notebooks(assignment),
+                             _released_entries(course, assignment), before=before, students=students)
+    else:
+        root = Path(config.Exchange.root)
+        report = CollectReport(assignment, f"nbgrader exchange {root}")
+        inbound = root / course.course_id / "inbound"
+        if not inbound.is_dir():
+            raise CourseError(f"no inbound folder {inbound}: nothing was ever submitted to course "
+                              f"{course.course_id!r} in this exchange (was it released there?)")
+        try:
+            found = read_inbound(inbound, assignment, course.notebooks(assignment),
+                                 _released_entries(course, assignment), before=before, students=students)
+        except OSError as error:
+            raise CourseError(str(error)) from None
     report.skipped += [(name, reason) for name, reason in found.skipped]
     entries = []
     for student, record in sorted(found.records.items()):
@@ -326,9 +333,12 @@ def collect_exchange(course: Course, assignment: str, exchange: str | Path | Non
             report.skipped.append((record.name, "no notebook of the assignment in it"))
     _import(course, assignment, iter(entries), Rules(), report)
     for student, _, _ in report.imported:
-        secret = found.records[student].secret
-        if secret is not None:
-            write_file(course.submitted_dir(student, assignment) / SECRET_FILE, secret)
+        record = found.records[student]
+        # what names the submission in the exchange, for its feedback: nbgrader's secret, or
+        # ngshare's timestamp (also for a notebook submitted again unchanged: its page goes to the newest)
+        for name, value in ((SECRET_FILE, record.secret), (STAMP_FILE, record.stamp)):
+            if value is not None:
+                write_file(course.submitted_dir(student, assignment) / name, value)
     return report
 
 

@@ -52,6 +52,7 @@ from autograder.course import CourseError, written
 from autograder.course.directory import Course
 from autograder.course.exchange import SECRET, SECRET_FILE, release_feedback
 from autograder.course.nbgrader_glue import TEMPLATES, configure_feedback
+from autograder.course.ngshare import STAMP_FILE, Ngshare, Unreachable, is_ngshare, parse_stamp
 from autograder.course.safe_html import CONTROL, SanitizingHTMLExporter
 
 # What a feedback page needs of MathJax 3: the TeX+CHTML component, its fonts, the TeX extensions
@@ -372,7 +373,8 @@ def feedback(course: Course, assignment: str, exchange: str | Path | None = None
     With ``exchange`` (``None`` for no exchange, ``""`` for the course's ``c.Exchange.root``) the
     pages carry MathJax inside them and each student's are put in the exchange, where their
     *Fetch Feedback* finds them (by the submission's secret, as nbgrader's release_feedback names
-    them; :func:`autograder.course.exchange.release_feedback`). ``students``: only these (the
+    them; :func:`autograder.course.exchange.release_feedback`), or, when ``exchange`` is ngshare's
+    URL, uploaded to ngshare as the feedback of the submission collected last. ``students``: only these (the
     grading service's one student, or those a regrade changed); ``note(student)``: HTML put at the
     top of that student's pages (which submission the page is about).
     """
@@ -400,37 +402,67 @@ def feedback(course: Course, assignment: str, exchange: str | Path | None = None
             message = str(error) if isinstance(error, CourseError) else f"{type(error).__name__}: {error}"
             report.failed.append((student, message))
     if release is not None:
-        outbound = Path(release.Exchange.root) / course.course_id / "feedback"
-        _release_all(course, assignment, chosen, outbound, report)
+        put = (_to_ngshare(course, assignment, str(exchange)) if is_ngshare(exchange)
+               else _to_folder(course, assignment, Path(release.Exchange.root) / course.course_id / "feedback"))
+        failed = {student for student, _ in report.failed}
+        for student in chosen:
+            if student not in failed:
+                folder = course.feedback_dir(student, assignment)
+                pages = {page.stem: page.read_bytes() for page in sorted(folder.glob("*.html"))
+                         if not page.is_symlink()}
+                unreleased = put(student, pages)
+                if unreleased:
+                    report.unreleased.append((student, unreleased))
+                else:
+                    report.released.append(student)
     return report
 
 
-def _release_all(course: Course, assignment: str, students: list[str], outbound: Path,
-                 report: FeedbackReport) -> None:
-    """Each student's pages into the exchange, where their *Fetch Feedback* finds them by the
-    submission's secret; one who cannot be released (no secret: collected from an LMS export, or
-    the student removed it) is reported, and the others are released."""
+def _to_folder(course: Course, assignment: str, outbound: Path) -> Callable[[str, dict[str, bytes]], str]:
+    """Puts a student's pages into the exchange's folder, where their *Fetch Feedback* finds them by
+    the submission's secret; returns why not, for one who cannot be released (no secret: collected
+    from an LMS export, or the student removed it)."""
     if not outbound.is_dir():
         outbound.mkdir(parents=True)
         outbound.chmod(0o711)  # nbgrader's mode: a student reaches their page by its name, lists nothing
-    failed = {student for student, _ in report.failed}
-    for student in students:
-        if student in failed:
-            continue
-        secret_file = course.submitted_dir(student, assignment) / SECRET_FILE
-        secret = secret_file.read_text().strip() if secret_file.is_file() and not secret_file.is_symlink() else ""
+
+    def put(student: str, pages: dict[str, bytes]) -> str:
+        secret = _beside(course, student, assignment, SECRET_FILE)
         if not SECRET.fullmatch(secret):
-            report.unreleased.append((student, "no submission secret beside the submission (collected from an LMS "
-                                               "export, not the exchange?): hand the page over another way"))
-            continue
-        folder = course.feedback_dir(student, assignment)
-        pages = {page.stem: page.read_bytes() for page in sorted(folder.glob("*.html")) if not page.is_symlink()}
+            return ("no submission secret beside the submission (collected from an LMS export, not the "
+                    "exchange?): hand the page over another way")
         try:
             release_feedback(outbound, pages, secret)
         except OSError as error:
-            report.unreleased.append((student, f"cannot be written to the exchange ({error.strerror or error})"))
-            continue
-        report.released.append(student)
+            return f"cannot be written to the exchange ({error.strerror or error})"
+        return ""
+    return put
+
+
+def _to_ngshare(course: Course, assignment: str, url: str) -> Callable[[str, dict[str, bytes]], str]:
+    """Uploads a student's pages to ngshare as the feedback of the submission collected last (its
+    timestamp beside it), which that student's *Fetch Feedback* brings; returns why not."""
+    client = Ngshare(url, course.course_id)
+
+    def put(student: str, pages: dict[str, bytes]) -> str:
+        stamp = _beside(course, student, assignment, STAMP_FILE)
+        if parse_stamp(stamp) is None:
+            return "not collected from ngshare (no ngshare timestamp beside the submission): hand the page over " \
+                   "another way"
+        try:
+            client.release_feedback(assignment, student, stamp, pages)
+        except Unreachable:  # ngshare away: for everyone, not this student; the caller says so
+            raise
+        except CourseError as error:
+            return str(error)
+        return ""
+    return put
+
+
+def _beside(course: Course, student: str, assignment: str, name: str) -> str:
+    """A small file collect wrote beside the submission (never read through a link), or ""."""
+    path = course.submitted_dir(student, assignment) / name
+    return path.read_text().strip() if path.is_file() and not path.is_symlink() else ""
 
 
 def _student_feedback(course: Course, api, assignment: str, student: str, inline: bool = False,

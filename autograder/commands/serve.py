@@ -57,6 +57,7 @@ from autograder.course import CourseError, notebook
 from autograder.course.directory import Course
 from autograder.course.exchange import SECRET, SECRET_FILE, parse_name, release_feedback
 from autograder.course.files import write_file
+from autograder.course.ngshare import STAMP_FILE, Ngshare, Unreachable, is_ngshare, parse_stamp
 from autograder.course.students import printable
 from autograder.course.term import Term
 
@@ -171,8 +172,12 @@ class Service:
         self.limits = limits or Limits()
         self.scheduler, self.access = scheduler, access
         self.config = course.exchange_config(exchange)
-        self.exchange = str(self.config.Exchange.root)
+        # the exchange: a folder (one machine's hub), or ngshare's URL (Kubernetes), whose API the
+        # service reads and writes instead (autograder.course.ngshare); ``root`` is the folder's only
+        self.ngshare = Ngshare(str(exchange), course.course_id) if is_ngshare(exchange) else None
+        self.exchange = str(exchange) if self.ngshare else str(self.config.Exchange.root)
         self.root = Path(self.exchange) / course.course_id
+        self._times: dict[str, float] = {}  # record name -> when ngshare took it
         self.state = State(course)
         self.queue: deque[tuple[str, str]] = deque()
         # after a restart, whoever was waiting or grading goes first, in the order they came; a
@@ -193,15 +198,23 @@ class Service:
 
     def released(self) -> list[str]:
         """The course's assignments released to the exchange (the Assignments tab lists them)."""
+        if self.ngshare is not None:
+            there = set(self.ngshare.assignments())
+            return [a for a in self.course.assignments() if a in there]
         outbound = self.root / "outbound"
         return [a for a in self.course.assignments() if (outbound / a).is_dir()]
 
-    def poll(self) -> None:
-        """Queue every student with a record name not seen yet, and every student whose feedback
-        waits for a due date that has passed."""
-        off = set(controls(self.course)["off"])
-        assignments = [a for a in self.released() if a not in off]
+    def records(self, assignments: list[str]) -> dict[tuple[str, str], list[str]]:
+        """Every submission's record name in the exchange, per (assignment, student)."""
         names: dict[tuple[str, str], list[str]] = {}
+        if self.ngshare is not None:
+            for assignment in assignments:
+                for student, stamp in self.ngshare.submissions(assignment):
+                    name = f"{student}+{assignment}+{stamp}"
+                    when = parse_stamp(stamp)
+                    self._times[name] = when.timestamp() if when else float("inf")
+                    names.setdefault((assignment, student), []).append(name)
+            return {key: sorted(seen) for key, seen in names.items()}
         try:
             with os.scandir(self.root / "inbound") as entries:
                 listing = sorted(entry.name for entry in entries)
@@ -211,6 +224,14 @@ class Service:
             parsed = parse_name(name)
             if parsed is not None and parsed[1] in assignments:
                 names.setdefault((parsed[1], parsed[0]), []).append(name)
+        return names
+
+    def poll(self) -> None:
+        """Queue every student with a record name not seen yet, and every student whose feedback
+        waits for a due date that has passed."""
+        off = set(controls(self.course)["off"])
+        assignments = [a for a in self.released() if a not in off]
+        names = self.records(assignments)
         new: list[tuple[float, str, str]] = []
         for (assignment, student), seen in names.items():
             entry = self.state.entry(assignment, student)
@@ -245,7 +266,10 @@ class Service:
 
     def _arrived(self, name: str) -> float:
         """When the record ``name`` came: its folder's ctime, which the kernel sets (a student can set
-        the time in its name and its mtime, not this; a change makes it later, never earlier)."""
+        the time in its name and its mtime, not this; a change makes it later, never earlier); in
+        ngshare, the time ngshare took it."""
+        if self.ngshare is not None:
+            return self._times.get(name, float("inf"))
         try:
             return os.lstat(self.root / "inbound" / name).st_ctime
         except OSError:  # gone meanwhile: it goes last, and collect finds what is there
@@ -394,6 +418,12 @@ class Service:
             return []
         try:
             report = collect_exchange(self.course, assignment, self.exchange, students=students)
+        except Unreachable as error:  # ngshare away for a moment: they keep their turn, nothing failed
+            for student in students:
+                self._set(assignment, student, "waiting", f"not collected yet: {error}")
+                self.queue.append((assignment, student))
+            self.state.save()
+            return []
         except CourseError as error:
             for student in students:
                 self._set(assignment, student, "failed", str(error))
@@ -436,7 +466,7 @@ class Service:
             self._set(assignment, student, "done", f"{score}; feedback withheld until the due date",
                       submission=stamp, withheld=True)
             return
-        secret = collected_secret(self.course, assignment, student)
+        secret = collected_key(self.course, assignment, student)
         if entry.get("released") == [stamp, mode, secret]:  # this very page is out already
             self._set(assignment, student, "done", score, submission=stamp, withheld=False)
             return
@@ -452,6 +482,12 @@ class Service:
                     raise CourseError("; ".join(problems))
             else:
                 self._release_score(assignment, student, note)
+        except Unreachable as error:  # ngshare away: graded and recorded; the page goes out on its next turn
+            self._set(assignment, student, "waiting", f"graded ({score}); its feedback waits: {error}",
+                      submission=stamp)
+            if (assignment, student) not in self.queue:
+                self.queue.append((assignment, student))
+            return
         except (CourseError, OSError) as error:
             self._set(assignment, student, "failed", f"graded ({score}), but its feedback was not released: {error}",
                       submission=stamp)
@@ -460,11 +496,17 @@ class Service:
                   withheld=False, released=[stamp, mode, secret])
 
     def _release_score(self, assignment: str, student: str, note: str) -> None:
+        pages = {nb: score_page(self.course, assignment, student, nb, note).encode()
+                 for nb in self.course.notebooks(assignment)}
+        if self.ngshare is not None:
+            stamp = collected_key(self.course, assignment, student)
+            if stamp is None:
+                raise CourseError("no ngshare timestamp beside the submission")
+            self.ngshare.release_feedback(assignment, student, stamp, pages)
+            return
         secret = collected_secret(self.course, assignment, student)
         if secret is None:
             raise CourseError("no submission secret beside the submission")
-        pages = {nb: score_page(self.course, assignment, student, nb, note).encode()
-                 for nb in self.course.notebooks(assignment)}
         outbound = self.root / "feedback"
         outbound.mkdir(mode=0o711, exist_ok=True)
         release_feedback(outbound, pages, secret)
@@ -475,7 +517,11 @@ class Service:
         """Steps until ``stop`` is set (SIGTERM), or with ``once`` until the queue is empty."""
         stop = stop or threading.Event()
         while not stop.is_set():
-            worked = self.step()
+            try:
+                worked = self.step()
+            except Unreachable as error:  # the exchange's server away: told once, looked at again
+                _tell_once(f"grading service: {error}; trying again every {interval:g} s")
+                worked = False
             if once and not self.queue:
                 return
             if not worked:
@@ -555,6 +601,19 @@ def own_due_name(secret: str, what: str = OWN_DUE) -> str:
     return f"{notebook_hash(secret=secret, notebook_id=what)}.json"
 
 
+def collected_key(course: Course, assignment: str, student: str) -> str | None:
+    """What names the student's submission collected last in the exchange: its secret, or, from
+    ngshare, ngshare's timestamp of it (a page goes to the submission it names)."""
+    secret = collected_secret(course, assignment, student)
+    if secret is not None:
+        return secret
+    stamp = course.submitted_dir(student, assignment) / STAMP_FILE
+    if stamp.is_file() and not stamp.is_symlink():
+        text = stamp.read_text().strip()
+        return text if parse_stamp(text) is not None else None
+    return None
+
+
 def collected_secret(course: Course, assignment: str, student: str) -> str | None:
     """The secret of the student's submission collected last (never read through a link)."""
     secret_file = course.submitted_dir(student, assignment) / SECRET_FILE
@@ -567,7 +626,10 @@ def collected_secret(course: Course, assignment: str, student: str) -> str | Non
 def tell_held(service: Service, assignment: str, student: str, at: datetime) -> None:
     """Tell a student over the hourly limit, and no one else, when their newest submission is graded:
     beside their feedback, named by the secret of their submission collected last (:func:`own_due_name`),
-    so their course page says it instead of "within about a minute"."""
+    so their course page says it instead of "within about a minute". Not with ngshare: there is no
+    course page on that deployment (deploy/kubernetes/README.md)."""
+    if service.ngshare is not None:
+        return
     with contextlib.suppress(OSError):  # a courtesy, as the course page is: nothing of it stops the grading
         secret = collected_secret(service.course, assignment, student)
         if secret is not None:
@@ -581,17 +643,24 @@ def publish_student_view(service: Service) -> None:
     student with an extension, their own due date, named by the secret of their collected
     submission (:func:`own_due_name`): an accommodation stays between them and the instructor, and
     shows once the service has collected one of their submissions. Each file is written (then
-    renamed) only when what it says changes, so a poll that finds nothing new writes nothing."""
+    renamed) only when what it says changes, so a poll that finds nothing new writes nothing.
+    Not with ngshare: no course page runs on that deployment (deploy/kubernetes/README.md)."""
+    if service.ngshare is not None:
+        return
     try:
         _publish_student_view(service)
     except Exception as error:  # the page is a courtesy: nothing of it may stop the grading
-        complaint = f"grading service: the students' course page is not up to date ({type(error).__name__}: {error})"
-        if complaint not in _TOLD:  # once, not at every look at the exchange
-            _TOLD.add(complaint)
-            print(complaint, file=sys.stderr)
+        _tell_once(f"grading service: the students' course page is not up to date ({type(error).__name__}: {error})")
 
 
 _TOLD: set[str] = set()
+
+
+def _tell_once(complaint: str) -> None:
+    """Say it on the service's log once, not at every look at the exchange."""
+    if complaint not in _TOLD:
+        _TOLD.add(complaint)
+        print(complaint, file=sys.stderr, flush=True)
 
 
 def _publish_student_view(service: Service) -> None:
@@ -685,8 +754,9 @@ def status_rows(course: Course) -> list[list[str]]:
 
 
 def add_arguments(sub) -> None:
-    sub.add_argument("--exchange", default="", metavar="DIR",
-                     help="the nbgrader exchange to watch (default: the course's c.Exchange.root)")
+    sub.add_argument("--exchange", default="", metavar="DIR|URL",
+                     help="the nbgrader exchange to watch (default: the course's c.Exchange.root), or ngshare's "
+                          "URL (Kubernetes; the service's hub token in JUPYTERHUB_API_TOKEN)")
     sub.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
                      help="students graded at a time (default: the CPUs, %(default)s)")
     sub.add_argument("--interval", type=float, default=2.0, help="seconds between looks at the exchange")
@@ -734,7 +804,8 @@ def command(course: Course, args, table: Callable[[list[str], list[list[str]]], 
                           access=access)
         stop = threading.Event()
         signal.signal(signal.SIGTERM, lambda *_: stop.set())
-        print(f"grading service on {course.root}: watching {service.root / 'inbound'} "
+        watched = f"ngshare at {service.exchange}" if service.ngshare else service.root / "inbound"
+        print(f"grading service on {course.root}: watching {watched} "
               f"({', '.join(service.released()) or 'nothing released yet'})", flush=True)
         try:
             service.run(args.interval, args.once, stop)

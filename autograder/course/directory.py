@@ -20,6 +20,7 @@ from traitlets.config.loader import PyFileConfigLoader
 
 from autograder.course import DEFAULT_COURSE, CourseError
 from autograder.course.nbgrader_glue import api_defaults, fast_gradebook_creation
+from autograder.course.ngshare import is_ngshare
 from autograder.course.students import SAFE_ID
 
 
@@ -68,9 +69,13 @@ class Course:
 
         ``exchange`` (``--exchange DIR``) wins over the course's ``c.Exchange.root``; with neither,
         there is no exchange to use, and falling back to nbgrader's default would publish to, or
-        collect from, a folder the instructor never chose.
+        collect from, a folder the instructor never chose. ``exchange`` may be ngshare's URL
+        (Kubernetes): then the course's configuration is returned as it is, and what reads or
+        writes the exchange calls ngshare (:mod:`autograder.course.ngshare`).
         """
         config = self.config()
+        if is_ngshare(exchange):  # a server, not a folder: what reads it takes the URL itself
+            return config
         if exchange:
             config.Exchange.root = str(Path(exchange).resolve())
         elif "root" not in config.Exchange:

@@ -56,6 +56,7 @@ class Record:
     time: datetime
     notebooks: dict[str, bytes] = field(default_factory=dict)    # notebook name (no .ipynb) -> bytes
     secret: str | None = None
+    stamp: str | None = None                                      # an exchange server's own name of it (ngshare)
     released: int = 0                                             # top-level entries the release shipped
     skipped: list[tuple[str, str]] = field(default_factory=list)  # entry inside the record, reason
 
@@ -172,18 +173,22 @@ def _read_record(inbound: int, name: str, student: str, wanted: dict[str, str], 
                         record.secret = secret
                     else:
                         record.skipped.append((entry, "not a submission secret (hex digits)"))
-            elif kind == stat.S_IFDIR:
-                record.skipped.append((entry, "a folder the release did not ship (only the submission's "
-                                              "top-level notebooks are read)"))
-            elif entry.endswith(".ipynb"):
-                record.skipped.append((entry, "not one of the assignment's notebooks "
-                                              f"({', '.join(sorted(wanted)) or 'none'})"))
             elif entry != "timestamp.txt":
-                record.skipped.append((entry, "not a notebook file (.ipynb)"))
+                record.skipped.append((entry, entry_refusal(entry, kind == stat.S_IFDIR, wanted)))
         record.time = _utc(changed)
         return record
     finally:
         os.close(folder)
+
+
+def entry_refusal(entry: str, folder: bool, wanted: Iterable[str]) -> str:
+    """Why a top-level entry of a submission that is neither a notebook of the assignment nor
+    something the release shipped is not read (every exchange says it in the same words)."""
+    if folder:
+        return "a folder the release did not ship (only the submission's top-level notebooks are read)"
+    if entry.endswith(".ipynb"):
+        return f"not one of the assignment's notebooks ({', '.join(sorted(wanted)) or 'none'})"
+    return "not a notebook file (.ipynb)"
 
 
 def _read_file(folder: int, name: str, seen: os.stat_result, owner: int, limit: int) -> bytes:
