@@ -40,6 +40,7 @@ from traitlets.config import Config
 from autograder.course import CourseError, notebook
 from autograder.course.codelines import quotes, quoting, signature
 from autograder.course.directory import Course, nbgrader_errors
+from autograder.course.ngshare import is_ngshare
 from autograder.course.term import note_release
 
 KIT = "coursekit"
@@ -261,7 +262,7 @@ def kernel_metadata(folder: Path) -> None:
             notebook.write(nb, path)
 
 
-def publish(course: Course, assignment: str, exchange: str | Path | None = None) -> Path:
+def publish(course: Course, assignment: str, exchange: str | Path | None = None) -> str:
     """Copy ``release/<assignment>/`` into nbgrader's exchange: students then see it in JupyterLab.
 
     nbgrader's own release_assignment (the exchange's outbound folder, where the Assignments tab
@@ -269,20 +270,28 @@ def publish(course: Course, assignment: str, exchange: str | Path | None = None)
     clean. A re-release replaces the published version (students who fetched keep their copy).
     """
     config = course.exchange_config(exchange)
+    if is_ngshare(exchange):  # through nbgrader's ngshare plugin, as the instructor's server would
+        try:
+            from ngshare_exchange import configureExchange
+        except ImportError:
+            raise CourseError(f"{exchange} is ngshare, whose nbgrader plugin is not installed here: "
+                              "pip install --no-deps ngshare-exchange (deploy/kubernetes/README.md)") from None
+        configureExchange(config, str(exchange))
     config.ExchangeReleaseAssignment.force = True
     result = course.api(config).release_assignment(assignment)
     if not result["success"]:
         raise CourseError(f"nbgrader release_assignment failed for {assignment}:\n{nbgrader_errors(result)}")
-    outbound = Path(config.Exchange.root) / course.course_id / "outbound" / assignment
+    root = str(exchange) if is_ngshare(exchange) else config.Exchange.root
+    outbound = Path(root) / course.course_id / "outbound" / assignment  # the folder exchange's only
     missing = _not_in_exchange(course, assignment, config, outbound)
     if missing:
         raise CourseError(
-            f"nbgrader reported {assignment} released, but its exchange ({config.Exchange.root}, "
+            f"nbgrader reported {assignment} released, but its exchange ({root}, "
             f"{_exchange_name(config)}) does not hold {', '.join(missing[:5])}"
             + (f" and {len(missing) - 5} more file(s)" if len(missing) > 5 else "")
             + ": students would find nothing to fetch. Check the exchange's log (an ngshare service on "
               "SQLAlchemy 2 reports success and stores nothing: give it sqlalchemy<2) and publish again")
-    return outbound
+    return f"{exchange} (ngshare)" if is_ngshare(exchange) else str(outbound)
 
 
 def _exchange_name(config: Config) -> str:
