@@ -520,6 +520,8 @@ class Service:
             try:
                 worked = self.step()
             except Unreachable as error:  # the exchange's server away: told once, looked at again
+                if once:  # a cron job's run says it failed
+                    raise
                 _tell_once(f"grading service: {error}; trying again every {interval:g} s")
                 worked = False
             if once and not self.queue:

@@ -11,6 +11,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -342,3 +343,26 @@ def test_a_submission_that_breaks_the_service_stops_no_one_else(course, monkeypa
     Service(course).run(0, once=True)
     rows = {row[1]: row for row in status_rows(course)}
     assert rows["bob"][2] == "failed" and "stopped while grading this submission 3 times" in rows["bob"][4]
+
+
+def test_an_ngshare_that_cannot_be_reached_is_told_once_and_looked_at_again(course, monkeypatch, capsys):
+    from autograder.course.ngshare import Unreachable
+
+    monkeypatch.setenv("JUPYTERHUB_API_TOKEN", "the-service-token")
+    monkeypatch.setattr("autograder.commands.serve._TOLD", set())  # what this process said before
+    away = "http://127.0.0.1:9/services/ngshare"  # nothing listens on the discard port
+    with pytest.raises(Unreachable, match=f"ngshare at {away} cannot be reached to list the assignments"):
+        Service(course, away).run(once=True)  # a cron job's run fails, saying why
+    service, stop, looks = Service(course, away), threading.Event(), []
+    step = service.step
+
+    def counted():
+        looks.append(1)
+        if len(looks) == 3:
+            stop.set()
+        return step()
+
+    service.step = counted
+    service.run(interval=0.01, stop=stop)  # the running service keeps looking
+    assert len(looks) == 3
+    assert capsys.readouterr().err.count("cannot be reached") == 1
