@@ -68,6 +68,12 @@ def test_a_submission_travels_through_ngshare_and_its_feedback_comes_back(tmp_pa
         assert (cache / f"alice+{ASSIGNMENT}+{stamp}").is_dir()
         age = datetime.now(timezone.utc).replace(tzinfo=None) - datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S.%f")
         assert 0 <= age.total_seconds() < 120, f"{stamp} is not UTC now"
+        # and downloads it, by that timestamp: the notebook alice submitted
+        r = requests.get(f"{ngshare.url}/submission/{COURSE}/{ASSIGNMENT}/alice", headers=auth(ngshare.grader_token),
+                         params={"timestamp": stamp}, timeout=30)
+        [notebook] = r.json()["files"]
+        assert notebook["path"] == "tiny.ipynb"
+        assert base64.b64decode(notebook["content"]) == (homes["alice"] / ASSIGNMENT / "tiny.ipynb").read_bytes()
         # its hub token has no role: it is somebody to ngshare, nobody to the hub
         hub_users = requests.get(f"{ngshare.hub_api}/users", headers=auth(ngshare.grader_token), timeout=30)
         assert hub_users.status_code == 403
@@ -79,6 +85,20 @@ def test_a_submission_travels_through_ngshare_and_its_feedback_comes_back(tmp_pa
         r = requests.get(f"{ngshare.url}/feedback/{COURSE}/{ASSIGNMENT}/alice", headers=bob, timeout=30,
                          params={"timestamp": stamp})
         assert r.status_code == 403
+        # a token the hub does not know is no 401 or 403 here: the submissions' endpoints fail with an HTML
+        # 500 (ngshare reads the missing user's id), the others redirect to the hub's OAuth log-in, which
+        # followed on ngshare's own port is a 404
+        unknown = auth("0" * 64)
+        r = requests.get(f"{ngshare.url}/submissions/{COURSE}/{ASSIGNMENT}", headers=unknown, timeout=30)
+        assert (r.status_code, r.headers["Content-Type"].split(";")[0]) == (500, "text/html")
+        r = requests.get(f"{ngshare.url}/assignments/{COURSE}", headers=unknown, timeout=30, allow_redirects=False)
+        assert (r.status_code, r.headers["Location"].split("?")[0]) == (302, "/hub/api/oauth2/authorize")
+
+        # before any feedback, ngshare_exchange's fetch_feedback says it decoded some and leaves an empty
+        # folder: the Assignments tab's "(view feedback)" then opens nothing (what issue 38's student met)
+        done = ngshare.run("alice", homes["alice"], "-m", "nbgrader", "fetch_feedback", ASSIGNMENT)
+        assert done.returncode == 0 and "Successfully decoded feedback" in done.stderr, done.stderr
+        assert not any((homes["alice"] / ASSIGNMENT / "feedback" / stamp).iterdir())
 
         def feedback(timestamp: str, page: bytes) -> requests.Response:
             files = [{"path": "tiny.html", "content": base64.b64encode(page).decode()}]

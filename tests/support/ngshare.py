@@ -175,7 +175,10 @@ class Ngshare:
             self.process = None
 
     def token(self, user: str) -> str:
-        """A hub API token of ``user`` (the user made on first use), as their server holds one."""
+        """A hub API token of ``user`` (the user made on first use), as their server holds one;
+        ``grading-service``'s is the service's own."""
+        if user == GRADER:
+            return self.grader_token
         if user not in self._tokens:
             r = requests.post(f"{self.hub_api}/users/{user}", headers=self._admin, timeout=30)
             assert r.status_code in (201, 409), f"making hub user {user}: {r.status_code} {r.text[:300]}"
@@ -195,15 +198,20 @@ class Ngshare:
         return text.replace(cluster_url, self.url)
 
     def env(self, user: str, home: Path) -> dict[str, str]:
-        """The environment of a process acting as ``user``'s Jupyter server on the cluster."""
+        """The environment of a process acting as ``user``'s Jupyter server on the cluster; for
+        ``grading-service``, of the service run with its token on the grading machine, whose Jupyter
+        configuration names no exchange (the URL is the service's argument). JupyterHub names a
+        service in JUPYTERHUB_SERVICE_NAME, not JUPYTERHUB_USER; USER is set for both: importing
+        ngshare_exchange reads one of the two, and says KeyError when neither is there."""
         config = self.root / "jupyter-config" / user
         config.mkdir(parents=True, exist_ok=True)
-        (config / "nbgrader_config.py").write_text(self.nbgrader_config())
+        if user != GRADER:
+            (config / "nbgrader_config.py").write_text(self.nbgrader_config())
         home.mkdir(parents=True, exist_ok=True)
         keep = {k: v for k, v in os.environ.items() if not k.startswith(("JUPYTER", "VIRTUAL_ENV"))}
-        return {**keep, "HOME": str(home), "USER": user, "JUPYTERHUB_USER": user,
-                "JUPYTERHUB_API_TOKEN": self.token(user), "JUPYTER_CONFIG_DIR": str(config),
-                "JUPYTER_DATA_DIR": str(home / ".local" / "share" / "jupyter")}
+        who = {"JUPYTERHUB_SERVICE_NAME": user} if user == GRADER else {"JUPYTERHUB_USER": user}
+        return {**keep, "HOME": str(home), "USER": user, **who, "JUPYTERHUB_API_TOKEN": self.token(user),
+                "JUPYTER_CONFIG_DIR": str(config), "JUPYTER_DATA_DIR": str(home / ".local" / "share" / "jupyter")}
 
     def run(self, user: str, home: Path, *argv: str | Path, cwd: Path | None = None,
             timeout: float = 300) -> subprocess.CompletedProcess:
@@ -212,22 +220,28 @@ class Ngshare:
         return subprocess.run([sys.executable, *map(str, argv)], env=env, cwd=cwd or home, capture_output=True,
                               text=True, timeout=timeout)
 
-    def course_management(self, user: str, *argv: str) -> subprocess.CompletedProcess:
-        """ngshare_exchange's ngshare-course-management as ``user``; an error names the command."""
-        done = self.run(user, self.root / "home" / user, "-m", "ngshare_exchange.course_management", *argv)
-        # it prints its errors in red and exits with -1, or exits 0 after printing one
-        if done.returncode != 0 or "Successfully" not in done.stdout:
+    def course_management(self, user: str, *argv: str, said: str = "Successfully") -> subprocess.CompletedProcess:
+        """ngshare_exchange's `ngshare-course-management` as ``user`` (the main venv's, as on a server);
+        an error names the command. It prints its errors in red and exits -1, or exits 0 after printing
+        some (a student add_students could not add): ``said`` is what it prints when it did the work."""
+        command = Path(sys.executable).parent / "ngshare-course-management"
+        env = self.env(user, self.root / "home" / user)
+        done = subprocess.run([str(command), *argv], env=env, cwd=env["HOME"], capture_output=True, text=True,
+                              timeout=120)
+        if done.returncode != 0 or said not in done.stdout or "\033[91m" in done.stdout:
             raise RuntimeError(f"ngshare-course-management {' '.join(argv)}: {done.stdout[-2000:]}"
                                f"{done.stderr[-2000:]}")
         return done
 
     def create_course(self) -> None:
-        """The course as deploy/kubernetes/README.md's instructor makes it (ngshare's admin), its
-        students, and the grading service as one of its instructors."""
+        """The course as deploy/kubernetes/README.md's instructor makes it (ngshare's admin): the
+        course, the roster, and the grading service as one of its instructors."""
         self.course_management(self.instructor, "create_course", COURSE, self.instructor)
-        for student in self.students:
-            # --no-gb: the instructor's nbgrader gradebook is not what these tests are about
-            self.course_management(self.instructor, "add_student", COURSE, student, "--no-gb")
+        roster = self.root / "roster.csv"  # the columns add_students requires
+        roster.write_text("student_id,first_name,last_name,email\n" + "".join(f"{s},,,\n" for s in self.students))
+        # --no-gb: not also into an nbgrader gradebook in the working directory (these tests keep none)
+        self.course_management(self.instructor, "add_students", COURSE, str(roster), "--no-gb",
+                               said=f"{self.students[-1]} was successfully added to {COURSE}")
         # ngshare refuses an instructor without a first name, a last name and an email (400 "Please
         # supply first name"), which add_instructor leaves out unless given
         self.course_management(self.instructor, "add_instructor", COURSE, GRADER, "--first_name", "Grading",
