@@ -48,6 +48,11 @@ def test_a_submission_travels_through_ngshare_and_its_feedback_comes_back(tmp_pa
         assert done.returncode == 0 and "Successfully released" in done.stderr, done.stderr
         listed = requests.get(f"{ngshare.url}/assignments/{COURSE}", headers=auth(ngshare.token("alice")), timeout=30)
         assert listed.json() == {"success": True, "assignments": [ASSIGNMENT]}
+        # no role is needed for it: ngshare asks the hub whose a token is, which any token may; one with
+        # JupyterHub's default scopes of a server's token (its `server` role) lists the same
+        server_token = ngshare.token("alice", scopes=["users:activity!user=alice", "access:servers!server=alice/"])
+        listed = requests.get(f"{ngshare.url}/assignments/{COURSE}", headers=auth(server_token), timeout=30)
+        assert listed.json() == {"success": True, "assignments": [ASSIGNMENT]}
 
         for step in ("fetch_assignment", "submit"):
             done = ngshare.run("alice", homes["alice"], "-m", "nbgrader", step, ASSIGNMENT)

@@ -90,7 +90,7 @@ c.JupyterHub.services = [
 ]
 c.JupyterHub.load_roles = [
     {{"name": "admin", "services": ["harness"]}},
-    # as deploy/kubernetes/values.yaml's hub.loadRoles: a user's token may reach ngshare
+    # as deploy/kubernetes/values.yaml's hub.loadRoles (the exchange works without it: test_ngshare_exchange)
     {{"name": "user", "scopes": ["self", "access:services!service=ngshare"]}},
 ]
 '''
@@ -112,6 +112,7 @@ class Ngshare:
         ports: set[int] = set()
         while len(ports) < 3:
             ports.add(free_port())
+        # proxy_port: the hub's public URL, which it needs and nothing listens on (no proxy runs)
         self.hub_port, self.ngshare_port, proxy_port = sorted(ports)
         self.hub_api = f"http://127.0.0.1:{self.hub_port}/hub/api"
         # JupyterHub serves a service under /services/<name>/ and tells ngshare so
@@ -174,17 +175,20 @@ class Ngshare:
             stop_session(self.process)
             self.process = None
 
-    def token(self, user: str) -> str:
+    def token(self, user: str, scopes: list[str] | None = None) -> str:
         """A hub API token of ``user`` (the user made on first use), as their server holds one;
-        ``grading-service``'s is the service's own."""
+        ``grading-service``'s is the service's own. With ``scopes``, a new token of only those."""
         if user == GRADER:
             return self.grader_token
-        if user not in self._tokens:
+        if user not in self._tokens or scopes is not None:
             r = requests.post(f"{self.hub_api}/users/{user}", headers=self._admin, timeout=30)
             assert r.status_code in (201, 409), f"making hub user {user}: {r.status_code} {r.text[:300]}"
             r = requests.post(f"{self.hub_api}/users/{user}/tokens", headers=self._admin, timeout=30,
-                              json={"note": "the tests' stand-in for the server's token"})
+                              json={"note": "the tests' stand-in for the server's token",
+                                    **({"scopes": scopes} if scopes is not None else {})})
             assert r.status_code == 201, f"a token for {user}: {r.status_code} {r.text[:300]}"
+            if scopes is not None:
+                return r.json()["token"]
             self._tokens[user] = r.json()["token"]
         return self._tokens[user]
 
