@@ -41,10 +41,11 @@ def released(course_root, assignment: str) -> None:
 @pytest.mark.slow
 def test_a_submission_travels_through_ngshare_and_its_feedback_comes_back(tmp_path):
     with Ngshare(tmp_path) as ngshare:
-        homes = {user: tmp_path / "home" / user for user in ("instr", "alice", "bob")}
-        course = homes["instr"] / "course"
+        instr = ngshare.instructor
+        homes = {user: tmp_path / "home" / user for user in (instr, "alice", "bob")}
+        course = homes[instr] / "course"
         released(course, ASSIGNMENT)
-        done = ngshare.run("instr", homes["instr"], "-m", "nbgrader", "release_assignment", ASSIGNMENT, cwd=course)
+        done = ngshare.run(instr, homes[instr], "-m", "nbgrader", "release_assignment", ASSIGNMENT, cwd=course)
         assert done.returncode == 0 and "Successfully released" in done.stderr, done.stderr
         listed = requests.get(f"{ngshare.url}/assignments/{COURSE}", headers=auth(ngshare.token("alice")), timeout=30)
         assert listed.json() == {"success": True, "assignments": [ASSIGNMENT]}
