@@ -10,11 +10,13 @@ STAMP  := $(VENV)/.installed
 all: install book demo
 
 # The venv is rebuilt only when the dependency lists change.
-$(STAMP): requirements.txt pyproject.toml
+$(STAMP): requirements.txt requirements-no-deps.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -r requirements.txt 2>&1 | grep -v "is ignored: it is neither a file nor a directory" || true
+	$(PIP) install --no-deps -r requirements-no-deps.txt 2>&1 | grep -v "is ignored: it is neither a file nor a directory" || true
 	$(PIP) install --no-deps -e . 2>&1 | grep -v "is ignored: it is neither a file nor a directory" || true
-	$(PY) -c "import numpy, solutions, autograder"
+	@# (not `import ngshare_exchange`: importing it reads $$USER or $$JUPYTERHUB_USER, and CI may have neither)
+	$(PY) -c "import numpy, solutions, autograder; from importlib.metadata import version; version('ngshare-exchange')"
 	touch $@
 
 # Every kernel of the venv reads this IPython configuration (it silences ipykernel's "running over
@@ -38,7 +40,7 @@ demo: install bubblewrap
 # --durations: the slowest tests, printed at the end of every run (where the suite's time goes).
 # book: the hub of tests/deploy serves the book `make` builds (deploy/hub.py install copies it), and
 # the first-hour test opens a chapter there from the notebook's link.
-test: install chromium axe postgresql bubblewrap book
+test: install ngshare chromium axe postgresql bubblewrap book
 	$(PY) -m pytest -q -n auto --dist loadgroup --durations=30
 
 # The contributor's loop: lint, then every test not marked slow (no book build, browser, training,
@@ -57,11 +59,24 @@ lint: install
 
 # The book, readable offline at _build/html/index.html. Executed notebooks are cached in
 # _build/.jupyter_cache: a rebuild runs only the chapters whose code changed.
-.PHONY: book chromium axe postgresql bubblewrap
+.PHONY: book ngshare chromium axe postgresql bubblewrap
 book: install
 	$(VENV)/bin/jupyter-book build . -q
 	@echo "The book: open _build/html/index.html. For search with context, serve it:"
 	@echo "  python3 -m http.server -d _build/html   # then open http://localhost:8000"
+
+# ngshare and the JupyterHub it runs on, in an environment of their own (requirements-ngshare.txt says why):
+# tests/support/ngshare.py starts them for the tests that play a Kubernetes class (tests/deploy/test_ngshare_exchange.py).
+# Rebuilt only when its list changes (a stamp); about 19 s from nothing.
+NGSHARE_VENV  := .venv-ngshare
+NGSHARE_STAMP := $(NGSHARE_VENV)/.installed
+ngshare: $(NGSHARE_STAMP)
+$(NGSHARE_STAMP): requirements-ngshare.txt
+	test -x $(NGSHARE_VENV)/bin/python || $(PYTHON) -m venv $(NGSHARE_VENV)
+	$(NGSHARE_VENV)/bin/python -m pip --disable-pip-version-check -q install -r requirements-ngshare.txt 2>&1 \
+		| grep -v "is ignored: it is neither a file nor a directory" || true
+	$(NGSHARE_VENV)/bin/python -c "import ngshare.ngshare, jupyterhub"
+	touch $@
 
 # Headless Chromium for the book's browser test (tests/book/test_book.py). CI starts from a clean
 # Debian machine, so install it when it is missing (needs root).
@@ -119,4 +134,4 @@ golden:
 	.venv-golden/bin/python tests/golden/make_golden.py
 
 clean:
-	rm -rf $(VENV) node_modules _build build .pytest_cache .hypothesis .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(NGSHARE_VENV) node_modules _build build .pytest_cache .hypothesis .mypy_cache .ruff_cache

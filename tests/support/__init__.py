@@ -2,7 +2,8 @@
 (``course``), headless Chromium (``browser``), the engine's Hypothesis strategies
 (``strategies``), synthetic classes from the mutant catalogue (``classes``), a class of
 convergent honest answers with planted copies (``convergent``), the class's hub and
-its people (``hub``), chapters run as a student runs them (``chapters``), hostile submissions
+its people (``hub``), ngshare behind a JupyterHub of its own with the students' servers played
+(``ngshare``), chapters run as a student runs them (``chapters``), hostile submissions
 (``attacks``), the one harness that judges an exercise (``judging``), feedback pages made
 without a course (``feedback``), a Jupyter server configured as the hub's (``jupyter``) and
 deploy/README.md's commands with whose each is (``readme``).

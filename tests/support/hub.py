@@ -223,20 +223,7 @@ class Hub:
         """The hub's process group (it stops the servers it started), then anything left, by pid."""
         if self.process is None:
             return
-        tree: list[psutil.Process] = []
-        with contextlib.suppress(psutil.Error):
-            tree = [psutil.Process(self.process.pid), *psutil.Process(self.process.pid).children(recursive=True)]
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.process.pid, signal.SIGTERM)
-        try:
-            self.process.wait(60)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.wait(30)
-        for p in tree:
-            with contextlib.suppress(psutil.Error):
-                p.kill()
+        stop_session(self.process)
         self.process = None
 
     def user_processes(self) -> list[psutil.Process]:
@@ -281,6 +268,27 @@ class Hub:
 
     def home(self, user: str) -> Path:
         return Path(os.path.expanduser(f"~{user}"))
+
+
+def stop_session(process: subprocess.Popen) -> None:
+    """A process started in a session of its own: its group asked to stop (a hub stops what it
+    started), killed if it does not within a minute, then every process of its tree seen before, by pid
+    (a child that left the group too), waited for until it is gone."""
+    tree: list[psutil.Process] = []
+    with contextlib.suppress(psutil.Error):
+        tree = [psutil.Process(process.pid), *psutil.Process(process.pid).children(recursive=True)]
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(60)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait(30)
+    for p in tree:
+        with contextlib.suppress(psutil.Error):
+            p.kill()
+    psutil.wait_procs(tree, timeout=30)  # gone, not only signalled, when this returns
 
 
 def remove_owned_by(uids: set[int], roots: list[Path]) -> list[str]:
