@@ -64,6 +64,7 @@ def run_delay(pid: int) -> float:
 @functools.cache
 def probe(unsafe: bool = False) -> str | None:
     """None if a sandbox can be started here, else the reason it cannot."""
+    session = None
     try:
         session = Session(Sandbox(unsafe=unsafe), budget=60)
         try:
@@ -78,7 +79,8 @@ def probe(unsafe: bool = False) -> str | None:
     except SandboxUnavailable as error:
         return str(error)
     except (SandboxFailure, OSError) as error:
-        return f"the sandbox did not start: {error} {session.stderr_tail()}".strip()
+        # the sandbox's command itself may fail to be made (an interpreter this account cannot read)
+        return f"the sandbox did not start: {error} {session.stderr_tail() if session else ''}".strip()
     return None
 
 

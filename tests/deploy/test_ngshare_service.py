@@ -11,10 +11,15 @@ instructor command between a submission and its page.
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
+import pwd
+import re
+import secrets
+import shutil
 import subprocess
-import sys
+import tempfile
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -33,24 +38,56 @@ from support.course import (
     source_notebook,
     use_toy_catalogue,
 )
+from support.hub import PREFIX
 from support.ngshare import COURSE, Ngshare
 
 pytestmark = [pytest.mark.xdist_group("ngshare"), pytest.mark.slow]
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    with pytest.MonkeyPatch.context() as monkeypatch:
-        use_toy_catalogue(monkeypatch)  # the service's and the instructor's processes inherit it
-        root = tmp_path_factory.mktemp("ngshare")
-        with Ngshare(root, students=("alice", "bob", "carol")) as ngshare:
-            course = make_course(root / "course")
-            released = ngshare.run(ngshare.instructor, root / "home" / "instr", "-m", "autograder", "--course",
-                                   course.root, "release", ASSIGNMENT, "--solutions", SOLUTIONS,
-                                   "--exchange", ngshare.url)
-            assert released.returncode == 0, released.stdout + released.stderr
-            assert f"published to the nbgrader exchange {ngshare.url} (ngshare)" in released.stdout
-            yield ngshare, course
+def cluster(hub_install):
+    """The hub with ngshare, the toy course released there by the instructor, and the course then
+    given to the grading VM's account (a system user of this test's own, an instructor of the
+    machine: the grader deploy/hub.py installs is theirs), which the service runs as."""
+    owner = f"ngs-grader-{secrets.token_hex(3)}"
+    subprocess.run(["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", "--groups",
+                    "autograd-instructors", owner], check=True)
+    root = Path(tempfile.mkdtemp(prefix="autograd-ngshare-"))
+    root.chmod(0o755)  # the owner reaches the course through it
+    try:
+        with pytest.MonkeyPatch.context() as monkeypatch:
+            use_toy_catalogue(monkeypatch)  # the service's and the instructor's processes inherit it
+            with Ngshare(root, students=("alice", "bob", "carol")) as ngshare:
+                course = make_course(root / "course")
+                released = ngshare.run(ngshare.instructor, root / "home" / "instr", "-m", "autograder", "--course",
+                                       course.root, "release", ASSIGNMENT, "--solutions", SOLUTIONS,
+                                       "--exchange", ngshare.url)
+                assert released.returncode == 0, released.stdout + released.stderr
+                assert f"published to the nbgrader exchange {ngshare.url} (ngshare)" in released.stdout
+                for path in [course.root, *course.root.rglob("*")]:
+                    os.lchown(path, pwd.getpwnam(owner).pw_uid, pwd.getpwnam(owner).pw_gid)
+                ngshare.owner = owner
+                yield ngshare, course
+    finally:
+        for path in [root, *root.rglob("*")]:
+            with contextlib.suppress(OSError):
+                os.lchown(path, 0, 0)  # nothing left to a uid the next useradd hands to a stranger
+        shutil.rmtree(root, ignore_errors=True)
+        subprocess.run(["userdel", owner], check=False)
+
+
+def as_owner(ngshare: Ngshare, *argv: str, token: bool = False) -> subprocess.CompletedProcess:
+    """``python *argv`` as the grading VM's account (the course's owner), with the grader's environment
+    (deploy/hub.py's: this machine's own venv is under /root) and the service's token if asked."""
+    user = pwd.getpwnam(ngshare.owner)
+    env = {k: v for k, v in os.environ.items() if k.startswith(("AUTOGRADER_", "LANG", "LC_", "PATH"))}
+    env.update(HOME="/", USER=user.pw_name, PYTHONPATH=str(PREFIX / "grader" / "lib"),
+               **({"JUPYTERHUB_API_TOKEN": ngshare.grader_token} if token else {}))
+    done = subprocess.run(["setpriv", f"--reuid={user.pw_uid}", f"--regid={user.pw_gid}", "--init-groups", "--",
+                           str(PREFIX / "venv" / "bin" / "python"), *argv], env=env, cwd="/", capture_output=True,
+                          text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done
 
 
 def home(ngshare: Ngshare, student: str) -> Path:
@@ -83,12 +120,8 @@ def stamps(ngshare: Ngshare, student: str) -> list[str]:
 
 def serve(ngshare: Ngshare, course, *more: str) -> subprocess.CompletedProcess:
     """`autograder serve --once` as the grading VM runs it: the course's owner, the service's own token."""
-    env = {**os.environ, "JUPYTERHUB_API_TOKEN": ngshare.grader_token}
-    done = subprocess.run([sys.executable, "-m", "autograder", "--course", str(course.root), "serve", "--exchange",
-                           ngshare.url, "--once", "--jobs", "2", *more], env=env, capture_output=True, text=True,
-                          timeout=600)
-    assert done.returncode == 0, done.stdout + done.stderr
-    return done
+    return as_owner(ngshare, "-m", "autograder", "--course", str(course.root), "serve", "--exchange", ngshare.url,
+                    "--once", "--jobs", "2", *more, token=True)
 
 
 def fetched_page(ngshare: Ngshare, student: str, stamp: str) -> str:
@@ -99,25 +132,36 @@ def fetched_page(ngshare: Ngshare, student: str, stamp: str) -> str:
     return page.read_text()
 
 
-def status(course) -> dict[str, list[str]]:
-    from autograder.commands.serve import status_rows
-    return {row[1]: row for row in status_rows(course) if row[0] == ASSIGNMENT}
+def status(ngshare: Ngshare, course) -> dict[str, str]:
+    """``serve --status`` as the owner types it: each student's status."""
+    said = as_owner(ngshare, "-m", "autograder", "--course", str(course.root), "serve", "--status").stdout
+    rows = [re.split(r"\s{2,}", line.strip()) for line in said.splitlines()]
+    return {cells[1]: cells[2] for cells in rows if cells[0] == ASSIGNMENT and len(cells) > 2}
+
+
+def gradebook(ngshare: Ngshare, course, student: str) -> tuple[datetime, float, float]:
+    """The student's submission in the gradebook, read as its owner: (time, score, max score)."""
+    code = ("import sys, json; from autograder.course.directory import Course\n"
+            "with Course.open(sys.argv[1]).gradebook() as gb:\n"
+            "    s = gb.find_submission(sys.argv[2], sys.argv[3])\n"
+            "    print(json.dumps([s.timestamp.isoformat(), s.score, s.max_score]))")
+    when, score, most = json.loads(as_owner(ngshare, "-c", code, str(course.root), ASSIGNMENT, student).stdout)
+    return datetime.fromisoformat(when).replace(tzinfo=timezone.utc), score, most
 
 
 def test_a_submission_comes_back_as_its_feedback_with_no_instructor_command(cluster):
     ngshare, course = cluster
     stamp = fetch_and_submit(ngshare, "alice")
     said = serve(ngshare, course)
-    assert f"watching ngshare at {ngshare.url}" in said.stdout
+    assert f"watching ngshare at {ngshare.url}" in said.stdout, said.stdout + said.stderr
     page = fetched_page(ngshare, "alice", stamp)
     when = parse_stamp(stamp)
     assert f"This feedback is about your submission of <time datetime=\"{when.isoformat()}\">" in page
     assert "BEGIN HIDDEN TESTS" not in page and "mathjax" in page.lower()
-    assert status(course)["alice"][2] == "done"
-    with course.gradebook() as gb:  # the time ngshare gave the submission, not the student's files
-        submission = gb.find_submission(ASSIGNMENT, "alice")
-        assert submission.timestamp.replace(tzinfo=timezone.utc) == when
-        assert submission.score == submission.max_score - 1  # all but the written answer, graded by hand
+    assert status(ngshare, course)["alice"] == "done"
+    recorded, score, most = gradebook(ngshare, course, "alice")
+    assert recorded == when  # the time ngshare gave the submission, not one of the student's files
+    assert score == most - 1  # all but the written answer, graded by hand
 
 
 def test_no_other_student_reaches_a_page_and_the_same_notebook_again_gets_its_own(cluster):
@@ -146,10 +190,8 @@ def test_what_a_student_posts_by_hand_is_read_by_the_exchange_s_rules(cluster):
                                                       for p, d in files])})
     assert posted.status_code == 200, posted.text
     serve(ngshare, course)
-    row = status(course)["carol"]
-    assert row[2] == "done", row
-    with course.gradebook() as gb:
-        when = gb.find_submission(ASSIGNMENT, "carol").timestamp.replace(tzinfo=timezone.utc)
+    assert status(ngshare, course)["carol"] == "done"
+    when, _, _ = gradebook(ngshare, course, "carol")
     assert datetime.now(timezone.utc) - when < timedelta(minutes=10)  # ngshare's time, not 2020
     collected = sorted(p.name for p in course.submitted_dir("carol", ASSIGNMENT).iterdir())
     assert collected == ["a00_toy.ipynb", "ngshare_submission.txt", "timestamp.txt"]
@@ -157,11 +199,13 @@ def test_what_a_student_posts_by_hand_is_read_by_the_exchange_s_rules(cluster):
 
 def test_the_score_policy_sends_the_score_page_before_the_due_date(cluster):
     ngshare, course = cluster
-    due = (datetime.now(timezone.utc) + timedelta(days=2)).strftime("%Y-%m-%d %H:%M")
-    with open(course.root / "nbgrader_config.py", "a") as config:
+    due = datetime.now(timezone.utc) + timedelta(days=2)
+    with open(course.root / "nbgrader_config.py", "a") as config:  # appended: still the owner's file
         config.write(f'\nc.FeedbackService.policy = {{"{ASSIGNMENT}": {{"before_due": "score"}}}}\n')
-    with course.gradebook() as gb:
-        gb.update_or_create_assignment(ASSIGNMENT, duedate=datetime.strptime(due, "%Y-%m-%d %H:%M"))
+    code = ("import sys; from datetime import datetime; from autograder.course.directory import Course\n"
+            "with Course.open(sys.argv[1]).gradebook() as gb:\n"
+            "    gb.update_or_create_assignment(sys.argv[2], duedate=datetime.fromisoformat(sys.argv[3]))")
+    as_owner(ngshare, "-c", code, str(course.root), ASSIGNMENT, due.replace(tzinfo=None).isoformat())
     stamp = fetch_and_submit(ngshare, "bob", share=0.5)
     serve(ngshare, course)
     page = fetched_page(ngshare, "bob", stamp)

@@ -280,6 +280,19 @@ def test_without_a_sandbox_grading_refuses_unless_unsafe_is_said(course, monkeyp
     assert table(capsys.readouterr().out)["alice"][:2] == ["6/7", "graded"]
 
 
+def test_a_sandbox_that_cannot_even_be_made_is_a_reason_not_a_traceback(monkeypatch):
+    """An account that cannot read the interpreter (a venv made by root under /root, run by another
+    user) fails before the sandbox's process exists: the probe says so in its sentence."""
+    import autograder.judge.session as sessions
+
+    def unreadable(self):
+        raise PermissionError(13, "Permission denied", "/root/.pyenv/versions/3.11.7/bin/python3")
+
+    monkeypatch.setattr(sessions.Sandbox, "command", unreadable)
+    reason = sessions.probe.__wrapped__(False)
+    assert reason.startswith("the sandbox did not start: [Errno 13] Permission denied"), reason
+
+
 def test_a_check_that_crashes_is_reported_to_the_instructor_with_its_traceback(course, tmp_path, monkeypatch):
     # the toy catalogue, its add check broken as a check author could break it
     exercises = tmp_path / "exercises"
