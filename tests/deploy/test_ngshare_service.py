@@ -41,7 +41,8 @@ from support.course import (
 from support.hub import PREFIX
 from support.ngshare import COURSE, Ngshare
 
-pytestmark = [pytest.mark.xdist_group("ngshare"), pytest.mark.slow]
+# with the hub's tests: the grader deploy/hub.py installs (hub_install) is installed by one worker only
+pytestmark = [pytest.mark.xdist_group("hub"), pytest.mark.slow]
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,9 @@ itself is a hub service with the admin role, which makes users and their tokens 
 from __future__ import annotations
 
 import os
+import re
 import secrets
+import shlex
 import subprocess
 import sys
 import time
@@ -238,15 +240,27 @@ class Ngshare:
         return done
 
     def create_course(self) -> None:
-        """The course as deploy/kubernetes/README.md's instructor makes it (ngshare's admin): the
-        course, the roster, and the grading service as one of its instructors."""
-        self.course_management(self.instructor, "create_course", COURSE, self.instructor)
-        roster = self.root / "roster.csv"  # the columns add_students requires
+        """The course as deploy/kubernetes/README.md's instructor makes it (ngshare's admin), with
+        the README's own `ngshare-course-management` commands, in its order: the course, the roster,
+        and the grading service as one of its instructors."""
+        roster = self.root / "roster.csv"  # the columns the README says add_students requires
         roster.write_text("student_id,first_name,last_name,email\n" + "".join(f"{s},,,\n" for s in self.students))
-        # --no-gb: not also into an nbgrader gradebook in the working directory (these tests keep none)
-        self.course_management(self.instructor, "add_students", COURSE, str(roster), "--no-gb",
-                               said=f"{self.students[-1]} was successfully added to {COURSE}")
-        # ngshare refuses an instructor without a first name, a last name and an email (400 "Please
-        # supply first name"), which add_instructor leaves out unless given
-        self.course_management(self.instructor, "add_instructor", COURSE, GRADER, "--first_name", "Grading",
-                               "--last_name", "Service", "--email", "")
+        commands = readme_course_commands()
+        assert [c[0] for c in commands] == ["create_course", "add_students", "add_instructor"], commands
+        for command in commands:
+            argv = [{"instructor1": self.instructor, "roster.csv": str(roster)}.get(word, word) for word in command]
+            if argv[0] == "add_students":
+                # --no-gb (the README's choice for not from ~/course): these tests keep no gradebook there
+                self.course_management(self.instructor, *argv, "--no-gb",
+                                       said=f"{self.students[-1]} was successfully added to {COURSE}")
+            else:
+                self.course_management(self.instructor, *argv)
+
+
+def readme_course_commands() -> list[list[str]]:
+    """Every `ngshare-course-management` command of deploy/kubernetes/README.md, in its order (in a
+    code span, which may wrap, or on a line of a shell block), without the command's name."""
+    text = (REPO / "deploy" / "kubernetes" / "README.md").read_text()
+    found = [(m.start(), m[1]) for m in re.finditer(r"`ngshare-course-management\s+([^`]+)`", text)]
+    found += [(m.start(), m[1]) for m in re.finditer(r"^ngshare-course-management\s+(.+)$", text, flags=re.M)]
+    return [shlex.split(" ".join(words.split())) for _, words in sorted(found)]
