@@ -451,7 +451,8 @@ class Service:
             entry.setdefault("graded_at", []).append(self.now().isoformat())
             self.state.history.append([assignment, outcome.student, stamp, self.now().isoformat()])
         self._release(assignment, outcome.student, stamp, rules)
-        if (assignment, outcome.student) in self.queue:  # they submitted again meanwhile
+        # they submitted again meanwhile (not: their page waits for ngshare, which _release said)
+        if (assignment, outcome.student) in self.queue and entry["status"] != "waiting":
             entry.update(status="waiting", since=self.now().isoformat(),
                          detail=f"a newer submission waits; last graded: {entry['detail']}")
 
@@ -807,8 +808,11 @@ def command(course: Course, args, table: Callable[[list[str], list[list[str]]], 
         stop = threading.Event()
         signal.signal(signal.SIGTERM, lambda *_: stop.set())
         watched = f"ngshare at {service.exchange}" if service.ngshare else service.root / "inbound"
-        print(f"grading service on {course.root}: watching {watched} "
-              f"({', '.join(service.released()) or 'nothing released yet'})", flush=True)
+        try:
+            released = ", ".join(service.released()) or "nothing released yet"
+        except Unreachable:  # said by the first look, which tries again
+            released = "not answering yet"
+        print(f"grading service on {course.root}: watching {watched} ({released})", flush=True)
         try:
             service.run(args.interval, args.once, stop)
         except KeyboardInterrupt:

@@ -31,6 +31,8 @@ class Fake:
         self.status = 200
         self.posted: list[dict] = []
         self.tokens: list[str] = []
+        self.assignments: list[str] = []
+        self.failing_posts = 0   # the next POSTs answered 502, as an ngshare that is restarting
 
 
 @pytest.fixture
@@ -54,6 +56,8 @@ def ngshare():
             parts = url.path.split("/")[3:]  # /services/ngshare/<what>/<course>/...
             if fake.status != 200:
                 return self.reply(fake.status, {"success": False, "message": "Permission denied"})
+            if parts[0] == "assignments":
+                return self.reply(200, {"success": True, "assignments": fake.assignments})
             if parts[0] == "submissions":
                 return self.reply(200, {"success": True, "submissions": [
                     {"student_id": s, "timestamp": t} for s, t in fake.submissions]})
@@ -66,7 +70,11 @@ def ngshare():
 
         def do_POST(self):
             length = int(self.headers["Content-Length"])
-            fake.posted.append({k: v[0] for k, v in parse_qs(self.rfile.read(length).decode()).items()})
+            body = {k: v[0] for k, v in parse_qs(self.rfile.read(length).decode()).items()}
+            if fake.failing_posts:
+                fake.failing_posts -= 1
+                return self.reply(502, b"<html>Bad Gateway</html>")
+            fake.posted.append(body)
             self.reply(200, {"success": True})
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
@@ -161,3 +169,33 @@ def test_no_token_is_a_sentence_not_a_call(monkeypatch):
 def test_ngshare_s_timestamps_with_or_without_utc():
     assert parse_stamp("2026-11-29 10:00:00.000001") == parse_stamp("2026-11-29 10:00:00.000001 UTC")
     assert parse_stamp("yesterday") is None
+
+
+@pytest.mark.slow
+def test_a_page_ngshare_could_not_take_goes_out_on_the_next_look_with_no_second_grading(ngshare, tmp_path,
+                                                                                        monkeypatch):
+    from autograder.commands.serve import Service, State
+
+    from support.course import ASSIGNMENT, make_course, release, source_notebook, use_toy_catalogue
+
+    use_toy_catalogue(monkeypatch)
+    course = make_course(tmp_path / "course")
+    release(course)
+    stamp = "2026-11-29 10:00:00.000001"
+    ngshare.assignments = [ASSIGNMENT]
+    ngshare.submissions = [("alice", stamp)]
+    ngshare.files = {("alice", stamp): [(f"{ASSIGNMENT}.ipynb", json.dumps(source_notebook()).encode())]}
+    ngshare.failing_posts = 1
+    monkeypatch.setenv("JUPYTERHUB_API_TOKEN", "the-service-token")
+    service = Service(course, ngshare.url)
+    assert service.step()
+    entry = State(course).students[f"{ASSIGNMENT}/alice"]
+    assert entry["status"] == "waiting", entry
+    assert entry["detail"].startswith("graded (6/7); its feedback waits: ngshare at"), entry
+    assert not ngshare.posted
+    assert service.step()
+    entry = State(course).students[f"{ASSIGNMENT}/alice"]
+    assert entry["status"] == "done" and "feedback released (full)" in entry["detail"], entry
+    (posted,) = ngshare.posted
+    assert posted["timestamp"] == stamp and ASSIGNMENT in json.loads(posted["files"])[0]["path"]
+    assert [student for _, student, _, _ in State(course).history] == ["alice"]  # graded once
