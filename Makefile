@@ -45,7 +45,7 @@ test: install ngshare chromium axe postgresql bubblewrap book
 
 # The contributor's loop: lint, then every test not marked slow (no book build, browser, training,
 # nbgrader end-to-end run, sandbox time-out, or judging of every exercise: the first of each
-# assignment is judged). Measured on 2 cores (2026-11-29, load 0.4-2, mypy's cache warm): 45-49 s, of which
+# assignment is judged). Measured on 2 cores (2026-11-29, load 0.4-2, mypy's cache warm): 46-50 s, of which
 # the tests 42-46 s; the first run from a clean clone is about 116 s, while mypy builds its cache (36 s).
 # `make test` is still what CI runs.
 check: lint bubblewrap
